@@ -1,0 +1,5 @@
+import sys
+
+from eqsat.cli import main
+
+sys.exit(main())

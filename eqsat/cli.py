@@ -1,0 +1,68 @@
+"""The `eqsat` command line. Each subcommand lives in eqsat/commands/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from eqsat.errors import UserError
+
+
+class UsageError(UserError):
+    """A bad flag value."""
+
+
+def parse_dim(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier() or not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INT, got '{text}'")
+    return name, int(value)
+
+
+def add_dim_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dim",
+        metavar="NAME=VALUE",
+        type=parse_dim,
+        action="append",
+        default=[],
+        help="bind a symbolic dimension, overriding the model's default (repeatable)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from eqsat.commands import COMMANDS
+
+    parser = argparse.ArgumentParser(
+        prog="eqsat",
+        description=(
+            "An ML graph compiler built on equality saturation: parse a model, grow an "
+            "e-graph of equivalent programs with rewrite rules, extract the cheapest for "
+            "a hardware cost model, and run it on an accelerator simulator."
+        ),
+        epilog="Run `eqsat COMMAND --help` for the options of a command.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Errors a user can cause, reported the way compilers do: FILE:LINE:COL: error: ...
+
+Every user-facing error derives from `UserError`; the CLI prints it without a
+traceback and exits 1. `SourceError` adds a position and shows the offending line
+with a caret under the column.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake in something the user wrote or passed: file, flag, data."""
+
+
+class SourceError(UserError):
+    kind = "error"
+
+    def __init__(self, message: str, file: str, line: int, col: int, source: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        self.source = source
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def source_line(self) -> str | None:
+        if self.source is None:
+            return None
+        lines = self.source.splitlines()
+        if 1 <= self.line <= len(lines):
+            return lines[self.line - 1]
+        return None
+
+    def __str__(self) -> str:
+        out = f"{self.location}: error: {self.message}"
+        text = self.source_line()
+        if text is not None:
+            expanded = text.expandtabs(1)
+            out += f"\n  {expanded}\n  {' ' * max(self.col - 1, 0)}^"
+        return out

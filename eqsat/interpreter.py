@@ -1,0 +1,109 @@
+"""The reference interpreter: the meaning of a graph, computed with numpy.
+
+Floating-point ops compute in f32 and round their result to the node's dtype, so a
+bf16 graph behaves like hardware that accumulates in f32 and stores bf16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from eqsat.errors import UserError
+from eqsat.ir.graph import Graph, Node
+from eqsat.ir.types import DType, TensorType
+
+
+class BindingError(UserError):
+    """A caller supplied missing or ill-shaped values for inputs or params."""
+
+
+def _compute_view(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype.kind == "V" or x.dtype.name == "bfloat16" else x
+
+
+def narrow(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """Store a computed array in `dtype` (f32 -> bf16 rounds to nearest even)."""
+    x = np.asarray(x)
+    if x.dtype == dtype.np_dtype:
+        return x
+    return x.astype(dtype.np_dtype)
+
+
+def check_binding(
+    name: str, value: np.ndarray, expected: TensorType, where: str = ""
+) -> np.ndarray:
+    """`value` as the type `expected`; floats are converted, anything else must match."""
+    value = np.asarray(value)
+    where = f"{where}: " if where else ""
+    if tuple(value.shape) != expected.shape:
+        raise BindingError(
+            f"{where}'{name}' must have shape [{', '.join(map(str, expected.shape))}], "
+            f"got [{', '.join(map(str, value.shape))}]"
+        )
+    if value.dtype != expected.dtype.np_dtype:
+        if expected.dtype.is_float and np.issubdtype(value.dtype, np.floating):
+            return value.astype(expected.dtype.np_dtype)
+        raise BindingError(f"{where}'{name}' must be {expected.dtype}, got numpy {value.dtype}")
+    return value
+
+
+def evaluate_nodes(graph: Graph, bindings: Mapping[str, np.ndarray]) -> list[np.ndarray | None]:
+    """Values of all live nodes (None for dead ones), in the nodes' dtypes."""
+    live = graph.live()
+    values: list[np.ndarray | None] = [None] * len(graph.nodes)
+    for i, node in graph:
+        if live[i]:
+            values[i] = _evaluate_node(node, values, bindings)
+    return values
+
+
+def _evaluate_node(node: Node, values: list, bindings: Mapping[str, np.ndarray]) -> np.ndarray:
+    if node.op in ("input", "param"):
+        name = str(node.attr("name"))
+        if name not in bindings:
+            raise BindingError(f"no value given for {node.op} '{name}'")
+        return check_binding(name, bindings[name], node.type)
+    args = [_compute_view(values[j]) for j in node.inputs]
+    result = node.opdef.ref(args, node.attr_dict)
+    return narrow(result, node.type.dtype)
+
+
+def evaluate(graph: Graph, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Evaluate `graph`; returns each output by name."""
+    values = evaluate_nodes(graph, bindings)
+    return {name: values[i] for name, i in graph.outputs}
+
+
+def random_value(t: TensorType, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
+    if t.dtype.is_int:
+        info = np.iinfo(t.dtype.np_dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        return rng.integers(lo, hi, size=t.shape, endpoint=True).astype(t.dtype.np_dtype)
+    return (rng.standard_normal(t.shape) * scale).astype(t.dtype.np_dtype)
+
+
+def param_scale(shape: tuple[int, ...]) -> float:
+    """1/sqrt(fan_in), so that activations keep unit scale through deep models.
+
+    fan_in is the contracted size: K for a [.., K, N] matmul weight, C*KH*KW for an
+    OIHW conv weight; vectors (biases, norm scales) get 0.1 around their mean.
+    """
+    if len(shape) == 4:
+        return float(np.prod(shape[1:])) ** -0.5
+    if len(shape) >= 2:
+        return float(shape[-2]) ** -0.5
+    return 0.1
+
+
+def random_bindings(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded values for every input (standard normal) and param (scaled normal)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for _, node in graph.inputs:
+        out[str(node.attr("name"))] = random_value(node.type, rng)
+    for _, node in graph.params:
+        value = random_value(node.type, rng, param_scale(node.type.shape))
+        out[str(node.attr("name"))] = value
+    return out

@@ -1,0 +1,147 @@
+"""Matrix products and convolution."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from eqsat.ir.types import DType, TensorType
+from eqsat.ops.base import (
+    Attrs,
+    AttrSpec,
+    AttrType,
+    OpDef,
+    OpKind,
+    OpTypeError,
+    broadcast_shapes,
+    require_float,
+    same_dtype,
+)
+from eqsat.ops.registry import register
+
+
+def matmul_shape(op: str, a: TensorType, b: TensorType) -> tuple[int, ...]:
+    """[..., M, K] @ [..., K, N] -> [..., M, N], batch dimensions broadcast."""
+    if a.rank < 2 or b.rank < 2:
+        raise OpTypeError(f"'{op}' needs operands of rank >= 2, got {a} and {b}")
+    if a.shape[-1] != b.shape[-2]:
+        raise OpTypeError(
+            f"'{op}': inner dimensions differ: {a} has K={a.shape[-1]}, {b} has K={b.shape[-2]}"
+        )
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (*batch, a.shape[-2], b.shape[-1])
+
+
+def _matmul_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = in_types
+    dtype = same_dtype("matmul", in_types)
+    require_float("matmul", a)
+    return TensorType(dtype, matmul_shape("matmul", a, b))
+
+
+def matmul_flops(in_types: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
+    return 2 * out.numel * in_types[0].shape[-1]
+
+
+register(
+    OpDef(
+        name="matmul",
+        kind=OpKind.MATMUL,
+        operands=("a", "b"),
+        infer=_matmul_infer,
+        ref=lambda xs, attrs: np.matmul(xs[0], xs[1]),
+        flops=matmul_flops,
+        doc="matrix product [..., M, K] @ [..., K, N]; batch dimensions broadcast",
+    )
+)
+
+
+def _qmatmul_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = in_types
+    if a.dtype is not DType.I8 or b.dtype is not DType.I8:
+        raise OpTypeError(f"'qmatmul' needs i8 operands, got {a} and {b}")
+    return TensorType(DType.I32, matmul_shape("qmatmul", a, b))
+
+
+def _qmatmul_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    a = xs[0].astype(np.int32) - np.int32(attrs["a_zero"])
+    b = xs[1].astype(np.int32) - np.int32(attrs["b_zero"])
+    # int64 accumulation, then wrap to int32 as a 32-bit accumulator would.
+    return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)
+
+
+register(
+    OpDef(
+        name="qmatmul",
+        kind=OpKind.MATMUL,
+        operands=("a", "b"),
+        attrs=(
+            AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from a"),
+            AttrSpec("b_zero", AttrType.INT, 0, "zero point subtracted from b"),
+        ),
+        infer=_qmatmul_infer,
+        ref=_qmatmul_ref,
+        flops=matmul_flops,
+        doc="integer matrix product (a - a_zero) @ (b - b_zero), i8 x i8 -> i32",
+    )
+)
+
+
+def _pair(op: str, name: str, value: Sequence[int], minimum: int) -> tuple[int, int]:
+    if len(value) != 2 or any(v < minimum for v in value):
+        raise OpTypeError(
+            f"'{op}': {name} must be two integers >= {minimum}, got [{', '.join(map(str, value))}]"
+        )
+    return int(value[0]), int(value[1])
+
+
+def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, w = in_types
+    dtype = same_dtype("conv2d", in_types)
+    require_float("conv2d", x)
+    if x.rank != 4 or w.rank != 4:
+        raise OpTypeError(f"'conv2d' needs x: [N, C, H, W] and w: [O, C, KH, KW], got {x} and {w}")
+    if x.shape[1] != w.shape[1]:
+        raise OpTypeError(f"'conv2d': channels differ: x {x} has C={x.shape[1]}, w {w} has C={w.shape[1]}")
+    sh, sw = _pair("conv2d", "stride", attrs["stride"], 1)
+    ph, pw = _pair("conv2d", "padding", attrs["padding"], 0)
+    ho = (x.shape[2] + 2 * ph - w.shape[2]) // sh + 1
+    wo = (x.shape[3] + 2 * pw - w.shape[3]) // sw + 1
+    if ho < 1 or wo < 1:
+        raise OpTypeError(f"'conv2d': kernel {w} is larger than the padded input {x}")
+    return TensorType(dtype, (x.shape[0], w.shape[0], ho, wo))
+
+
+def conv2d_ref(x: np.ndarray, w: np.ndarray, stride: Sequence[int], padding: Sequence[int]) -> np.ndarray:
+    """NCHW x OIHW convolution via a strided window view and one tensordot."""
+    ph, pw = padding
+    sh, sw = stride
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    kh, kw = w.shape[2], w.shape[3]
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    windows = windows[:, :, ::sh, ::sw]  # [N, C, Ho, Wo, KH, KW]
+    out = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3]))  # [N, Ho, Wo, O]
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _conv_flops(in_types: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
+    w = in_types[1]
+    return 2 * out.numel * w.shape[1] * w.shape[2] * w.shape[3]
+
+
+register(
+    OpDef(
+        name="conv2d",
+        kind=OpKind.CONV,
+        operands=("x", "w"),
+        attrs=(
+            AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
+            AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+        ),
+        infer=_conv_infer,
+        ref=lambda xs, attrs: conv2d_ref(xs[0], xs[1], attrs["stride"], attrs["padding"]),
+        flops=_conv_flops,
+        doc="2-D convolution, x: [N, C, H, W], w: [O, C, KH, KW] -> [N, O, HO, WO] (dilation 1)",
+    )
+)

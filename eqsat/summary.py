@@ -1,0 +1,73 @@
+"""What a model costs before any optimization: op counts, parameters, FLOPs, bytes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from eqsat.ir.graph import Graph
+
+
+@dataclass(frozen=True)
+class Summary:
+    name: str
+    ops: Counter[str]
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+    param_count: int
+    param_bytes: int
+    flops: int
+    bytes_moved: int  # every op reads its operands from and writes its result to DRAM
+
+    def format(self) -> str:
+        lines = [f"model {self.name}"]
+        lines += [f"  input  {k}: {v}" for k, v in self.inputs.items()]
+        lines += [f"  output {k}: {v}" for k, v in self.outputs.items()]
+        total = sum(self.ops.values())
+        lines.append(f"ops: {total}")
+        width = max((len(k) for k in self.ops), default=0)
+        lines += [f"  {k:<{width}}  {v}" for k, v in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines.append(f"parameters: {self.param_count:,} ({human_bytes(self.param_bytes)})")
+        lines.append(f"FLOPs: {self.flops:,} ({human_count(self.flops)})")
+        lines.append(f"bytes moved, unfused: {self.bytes_moved:,} ({human_bytes(self.bytes_moved)})")
+        return "\n".join(lines)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def human_count(n: float) -> str:
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(n) < 1000 or unit == "T":
+            return f"{n:.0f}" if unit == "" else f"{n:.2f} {unit}"
+        n /= 1000
+    raise AssertionError
+
+
+def summarize(graph: Graph) -> Summary:
+    live = graph.live()
+    ops: Counter[str] = Counter()
+    flops = moved = 0
+    for i, node in graph:
+        if not live[i] or node.is_leaf:
+            continue
+        ops[node.op] += 1
+        in_types = [graph.nodes[j].type for j in node.inputs]
+        flops += node.opdef.flops(in_types, node.type, node.attr_dict)
+        moved += node.opdef.bytes_read(in_types) + node.opdef.bytes_written(node.type)
+    params = [n.type for i, n in graph.params if live[i]]
+    return Summary(
+        name=graph.name,
+        ops=ops,
+        inputs={str(n.attr("name")): str(n.type) for _, n in graph.inputs},
+        outputs={name: str(graph.nodes[i].type) for name, i in graph.outputs},
+        param_count=sum(t.numel for t in params),
+        param_bytes=sum(t.nbytes for t in params),
+        flops=flops,
+        bytes_moved=moved,
+    )

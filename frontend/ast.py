@@ -1,0 +1,108 @@
+"""The model as written: a syntax tree that keeps the user's spelling and positions.
+
+Positions are excluded from equality so that parse(print(m)) == m holds even though
+printing changes the layout. A dimension is an int or a product of factors written
+as text ("B", "B*S").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Dim = int | str
+ListItem = int | str
+AttrValue = int | float | bool | str | tuple[ListItem, ...]
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int = 0
+    col: int = 0
+
+
+def _pos() -> Pos:
+    return field(default_factory=Pos, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    dtype: str
+    dims: tuple[Dim, ...]
+    pos: Pos = _pos()
+    dim_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    value: AttrValue
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class Call:
+    op: str
+    args: tuple[Expr, ...]
+    attrs: tuple[Attr, ...] = ()
+    pos: Pos = _pos()
+
+
+Expr = Call | Ref
+
+
+@dataclass(frozen=True)
+class DimDecl:
+    name: str
+    default: int | None
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class LeafDecl:
+    """`input` or `param`."""
+
+    kind: str
+    name: str
+    type: TypeSpec
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class ConstDecl:
+    name: str
+    type: TypeSpec
+    value: int | float
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class Assign:
+    name: str
+    expr: Expr
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class OutputDecl:
+    names: tuple[str, ...]
+    pos: Pos = _pos()
+    name_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
+
+
+Item = DimDecl | LeafDecl | ConstDecl | Assign | OutputDecl
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    items: tuple[Item, ...]
+    pos: Pos = _pos()
+    end: Pos = _pos()
+    file: str = field(default="<model>", compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)

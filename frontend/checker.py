@@ -1,0 +1,210 @@
+"""Semantic analysis: syntax tree + dimension bindings -> typed graph.
+
+Every mistake becomes a typed ModelError at the position of the offending token.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+
+from eqsat.ir.graph import Graph, GraphBuilder
+from eqsat.ir.types import DType, TensorType
+from eqsat.ops import REGISTRY, AttrType, OpKind, OpTypeError
+from frontend import ast
+from frontend.errors import (
+    ArityError,
+    AttributeError_,
+    DuplicateNameError,
+    MissingOutputError,
+    ModelError,
+    TypeMismatchError,
+    UnboundDimError,
+    UnboundNameError,
+    UnknownOpError,
+)
+
+CALLABLE_OPS = sorted(name for name, op in REGISTRY.items() if op.kind is not OpKind.LEAF)
+
+
+class _Checker:
+    def __init__(self, model: ast.Model, overrides: Mapping[str, int]):
+        self.model = model
+        self.overrides = dict(overrides)
+        self.dims: dict[str, int | None] = {}
+        self.env: dict[str, int] = {}
+        self.defined_at: dict[str, ast.Pos] = {}
+
+    def error(self, cls: type[ModelError], message: str, pos: ast.Pos) -> ModelError:
+        return cls(message, self.model.file, pos.line or 1, pos.col or 1, self.model.source)
+
+    # ------------------------------------------------------------ dimensions
+    def declare_dims(self) -> None:
+        for item in self.model.items:
+            if isinstance(item, ast.DimDecl):
+                if item.name in self.dims:
+                    raise self.error(DuplicateNameError, f"dimension '{item.name}' is declared twice", item.pos)
+                if item.default is not None and item.default < 1:
+                    raise self.error(TypeMismatchError, f"dimension '{item.name}' must be positive", item.pos)
+                self.dims[item.name] = item.default
+        for name, value in self.overrides.items():
+            self.dims[name] = value
+
+    def dim_value(self, dim: ast.Dim, pos: ast.Pos) -> int:
+        if isinstance(dim, int):
+            return dim
+        factors = []
+        for factor in dim.split("*"):
+            if factor.isdigit():
+                factors.append(int(factor))
+                continue
+            value = self.dims.get(factor)
+            if value is None:
+                how = (
+                    f"it is declared without a default: pass --dim {factor}=N"
+                    if factor in self.dims
+                    else f"declare it with `dim {factor} = N` or pass --dim {factor}=N"
+                )
+                raise self.error(UnboundDimError, f"symbolic dimension '{factor}' has no value; {how}", pos)
+            factors.append(value)
+        return math.prod(factors)
+
+    def type_of(self, spec: ast.TypeSpec) -> TensorType:
+        try:
+            dtype = DType.parse(spec.dtype)
+        except ValueError as err:
+            raise self.error(TypeMismatchError, str(err), spec.pos) from None
+        positions = spec.dim_pos or (spec.pos,) * len(spec.dims)
+        shape = tuple(self.dim_value(d, p) for d, p in zip(spec.dims, positions, strict=True))
+        for d, p in zip(shape, positions, strict=True):
+            if d < 1:
+                raise self.error(TypeMismatchError, f"dimensions must be positive, got {d}", p)
+        return TensorType(dtype, shape)
+
+    # ----------------------------------------------------------------- names
+    def bind(self, name: str, node: int, pos: ast.Pos) -> None:
+        if name in self.env:
+            first = self.defined_at[name]
+            raise self.error(
+                DuplicateNameError, f"'{name}' is already defined (at line {first.line})", pos
+            )
+        self.env[name] = node
+        self.defined_at[name] = pos
+
+    def lookup(self, name: str, pos: ast.Pos) -> int:
+        if name not in self.env:
+            hint = difflib.get_close_matches(name, list(self.env), n=1)
+            more = f"; did you mean '{hint[0]}'?" if hint else "; define it before this line"
+            raise self.error(UnboundNameError, f"'{name}' is not defined{more}", pos)
+        return self.env[name]
+
+    # ------------------------------------------------------------ expressions
+    def attr_value(self, spec_type: AttrType | None, attr: ast.Attr):
+        value = attr.value
+        if spec_type is AttrType.INTS and isinstance(value, tuple):
+            return tuple(v if isinstance(v, int) else self.dim_value(v, attr.pos) for v in value)
+        if spec_type is AttrType.INT and isinstance(value, str) and value.split("*")[0] in self.dims:
+            return self.dim_value(value, attr.pos)
+        return value
+
+    def expr(self, b: GraphBuilder, e: ast.Expr, name: str | None = None) -> int:
+        if isinstance(e, ast.Ref):
+            return self.lookup(e.name, e.pos)
+        op = REGISTRY.get(e.op)
+        if op is None or op.kind is OpKind.LEAF:
+            hint = difflib.get_close_matches(e.op, CALLABLE_OPS, n=1)
+            more = f"; did you mean '{hint[0]}'?" if hint else "; `eqsat ops` lists the ops"
+            what = "is a declaration, not an op" if op is not None else "is not an op"
+            raise self.error(UnknownOpError, f"'{e.op}' {what}{more}", e.pos)
+        if not op.arity_ok(len(e.args)):
+            raise self.error(
+                ArityError,
+                f"'{e.op}' takes {op.arity_text()} ({', '.join(op.operands)}"
+                f"{', ...' if op.variadic else ''}), got {len(e.args)}",
+                e.pos,
+            )
+        inputs = tuple(self.expr(b, a) for a in e.args)
+        given = {}
+        for attr in e.attrs:
+            spec = op.attr_spec(attr.name)
+            if attr.name in given:
+                raise self.error(AttributeError_, f"attribute '{attr.name}' is given twice", attr.pos)
+            given[attr.name] = self.attr_value(spec.type if spec else None, attr)
+        try:
+            bound = op.bind_attrs(given)
+        except OpTypeError as err:
+            bad = next((a for a in e.attrs if f"'{a.name}'" in str(err)), None)
+            raise self.error(AttributeError_, str(err), bad.pos if bad else e.pos) from None
+        try:
+            return b.add(e.op, inputs, bound, name)
+        except OpTypeError as err:
+            operands = ", ".join(str(b.graph.nodes[i].type) for i in inputs)
+            message = str(err)
+            if operands and operands not in message:
+                message += f" (operands: {operands})"
+            raise self.error(TypeMismatchError, message, e.pos) from None
+
+    # ----------------------------------------------------------------- model
+    def run(self) -> Graph:
+        self.declare_dims()
+        b = GraphBuilder(self.model.name, {})
+        outputs: list[tuple[str, ast.Pos]] = []
+        for item in self.model.items:
+            if isinstance(item, ast.LeafDecl):
+                self.bind(item.name, b.leaf(item.kind, item.name, self.type_of(item.type)), item.pos)
+            elif isinstance(item, ast.ConstDecl):
+                t = self.type_of(item.type)
+                if t.dtype.is_int and not float(item.value).is_integer():
+                    raise self.error(TypeMismatchError, f"{t.dtype} constant needs an integer value", item.pos)
+                self.bind(item.name, b.const(item.value, t, item.name), item.pos)
+            elif isinstance(item, ast.Assign):
+                if item.name in self.env:
+                    self.bind(item.name, -1, item.pos)  # raises the duplicate error
+                self.bind(item.name, self.expr(b, item.expr, item.name), item.pos)
+            elif isinstance(item, ast.OutputDecl):
+                positions = item.name_pos or (item.pos,) * len(item.names)
+                outputs += list(zip(item.names, positions, strict=True))
+        if not outputs:
+            raise self.error(
+                MissingOutputError,
+                f"model '{self.model.name}' has no output; add `output NAME` before the closing brace",
+                self.model.end,
+            )
+        seen: set[str] = set()
+        for name, pos in outputs:
+            if name in seen:
+                raise self.error(DuplicateNameError, f"'{name}' is an output twice", pos)
+            seen.add(name)
+            b.output(name, self.lookup(name, pos))
+        b.graph.dims = {k: v for k, v in self.dims.items() if v is not None}
+        return b.graph
+
+
+def check_model(model: ast.Model, dims: Mapping[str, int] | None = None) -> Graph:
+    """Type-check `model` with symbolic dimensions bound by `dims` (over declared defaults)."""
+    return _Checker(model, dims or {}).run()
+
+
+def model_dims(model: ast.Model) -> set[str]:
+    """Every symbolic dimension name the model declares or uses."""
+    names = {item.name for item in model.items if isinstance(item, ast.DimDecl)}
+    written: list[ast.Dim] = []
+    for item in model.items:
+        if isinstance(item, ast.LeafDecl | ast.ConstDecl):
+            written += item.type.dims
+        elif isinstance(item, ast.Assign):
+            written += _attr_dims(item.expr)
+    for d in written:
+        if isinstance(d, str):
+            names.update(f for f in d.split("*") if not f.isdigit())
+    return names
+
+
+def _attr_dims(e: ast.Expr) -> list[ast.Dim]:
+    if isinstance(e, ast.Ref):
+        return []
+    out: list[ast.Dim] = [v for a in e.attrs if isinstance(a.value, tuple) for v in a.value]
+    for arg in e.args:
+        out += _attr_dims(arg)
+    return out

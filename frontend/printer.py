@@ -1,0 +1,53 @@
+"""Syntax tree -> model text. parse_model(print_model(m)) == m."""
+
+from __future__ import annotations
+
+from frontend import ast
+
+
+def format_number(value: int | float) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = repr(float(value))
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def format_value(value: ast.AttrValue) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value
+    return format_number(value)
+
+
+def format_type(t: ast.TypeSpec) -> str:
+    return f"{t.dtype}[{', '.join(str(d) for d in t.dims)}]"
+
+
+def format_expr(e: ast.Expr) -> str:
+    if isinstance(e, ast.Ref):
+        return e.name
+    parts = [format_expr(a) for a in e.args]
+    parts += [f"{a.name}={format_value(a.value)}" for a in e.attrs]
+    return f"{e.op}({', '.join(parts)})"
+
+
+def format_item(item: ast.Item) -> str:
+    if isinstance(item, ast.DimDecl):
+        return f"dim {item.name}" + ("" if item.default is None else f" = {item.default}")
+    if isinstance(item, ast.LeafDecl):
+        return f"{item.kind} {item.name}: {format_type(item.type)}"
+    if isinstance(item, ast.ConstDecl):
+        return f"const {item.name}: {format_type(item.type)} = {format_number(item.value)}"
+    if isinstance(item, ast.Assign):
+        return f"{item.name} = {format_expr(item.expr)}"
+    return "output " + ", ".join(item.names)
+
+
+def print_model(model: ast.Model) -> str:
+    lines = [f"model {model.name} {{"]
+    lines += ["  " + format_item(item) for item in model.items]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
