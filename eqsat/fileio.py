@@ -65,6 +65,8 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
                 dtype_of_array(value)
             except ValueError:
                 if not np.issubdtype(value.dtype, np.floating):
-                    raise UserError(f"{path}: array '{key}' has unsupported dtype {value.dtype}") from None
+                    raise UserError(
+                        f"{path}: array '{key}' has unsupported dtype {value.dtype}"
+                    ) from None
             out[key] = value
     return out

@@ -26,10 +26,15 @@ class Summary:
         total = sum(self.ops.values())
         lines.append(f"ops: {total}")
         width = max((len(k) for k in self.ops), default=0)
-        lines += [f"  {k:<{width}}  {v}" for k, v in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines += [
+            f"  {k:<{width}}  {v}"
+            for k, v in sorted(self.ops.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
         lines.append(f"parameters: {self.param_count:,} ({human_bytes(self.param_bytes)})")
         lines.append(f"FLOPs: {self.flops:,} ({human_count(self.flops)})")
-        lines.append(f"bytes moved, unfused: {self.bytes_moved:,} ({human_bytes(self.bytes_moved)})")
+        lines.append(
+            f"bytes moved, unfused: {self.bytes_moved:,} ({human_bytes(self.bytes_moved)})"
+        )
         return "\n".join(lines)
 
 

@@ -9,6 +9,9 @@ import difflib
 import math
 from collections.abc import Mapping
 
+import ml_dtypes
+import numpy as np
+
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, AttrType, OpKind, OpTypeError
@@ -44,9 +47,13 @@ class _Checker:
         for item in self.model.items:
             if isinstance(item, ast.DimDecl):
                 if item.name in self.dims:
-                    raise self.error(DuplicateNameError, f"dimension '{item.name}' is declared twice", item.pos)
+                    raise self.error(
+                        DuplicateNameError, f"dimension '{item.name}' is declared twice", item.pos
+                    )
                 if item.default is not None and item.default < 1:
-                    raise self.error(TypeMismatchError, f"dimension '{item.name}' must be positive", item.pos)
+                    raise self.error(
+                        TypeMismatchError, f"dimension '{item.name}' must be positive", item.pos
+                    )
                 self.dims[item.name] = item.default
         for name, value in self.overrides.items():
             self.dims[name] = value
@@ -66,7 +73,9 @@ class _Checker:
                     if factor in self.dims
                     else f"declare it with `dim {factor} = N` or pass --dim {factor}=N"
                 )
-                raise self.error(UnboundDimError, f"symbolic dimension '{factor}' has no value; {how}", pos)
+                raise self.error(
+                    UnboundDimError, f"symbolic dimension '{factor}' has no value; {how}", pos
+                )
             factors.append(value)
         return math.prod(factors)
 
@@ -81,6 +90,29 @@ class _Checker:
             if d < 1:
                 raise self.error(TypeMismatchError, f"dimensions must be positive, got {d}", p)
         return TensorType(dtype, shape)
+
+    def check_const_value(self, item: ast.ConstDecl, t: TensorType) -> None:
+        """The value must be representable: integral and in range for integer dtypes,
+        finite (not rounded to infinity) for floating-point ones."""
+        value = item.value
+        if t.dtype.is_int:
+            if isinstance(value, float) and not value.is_integer():
+                raise self.error(
+                    TypeMismatchError, f"{t.dtype} constant needs an integer value", item.pos
+                )
+            info = np.iinfo(t.dtype.np_dtype)
+            if not info.min <= value <= info.max:
+                raise self.error(
+                    TypeMismatchError,
+                    f"{value} is outside the range of {t.dtype} ({info.min} to {info.max})",
+                    item.pos,
+                )
+            return
+        limit = float(ml_dtypes.finfo(t.dtype.np_dtype).max)
+        if not abs(value) <= limit:
+            raise self.error(
+                TypeMismatchError, f"{value} is outside the range of {t.dtype}", item.pos
+            )
 
     # ----------------------------------------------------------------- names
     def bind(self, name: str, node: int, pos: ast.Pos) -> None:
@@ -104,7 +136,11 @@ class _Checker:
         value = attr.value
         if spec_type is AttrType.INTS and isinstance(value, tuple):
             return tuple(v if isinstance(v, int) else self.dim_value(v, attr.pos) for v in value)
-        if spec_type is AttrType.INT and isinstance(value, str) and value.split("*")[0] in self.dims:
+        if (
+            spec_type is AttrType.INT
+            and isinstance(value, str)
+            and value.split("*")[0] in self.dims
+        ):
             return self.dim_value(value, attr.pos)
         return value
 
@@ -129,7 +165,9 @@ class _Checker:
         for attr in e.attrs:
             spec = op.attr_spec(attr.name)
             if attr.name in given:
-                raise self.error(AttributeError_, f"attribute '{attr.name}' is given twice", attr.pos)
+                raise self.error(
+                    AttributeError_, f"attribute '{attr.name}' is given twice", attr.pos
+                )
             given[attr.name] = self.attr_value(spec.type if spec else None, attr)
         try:
             bound = op.bind_attrs(given)
@@ -152,11 +190,12 @@ class _Checker:
         outputs: list[tuple[str, ast.Pos]] = []
         for item in self.model.items:
             if isinstance(item, ast.LeafDecl):
-                self.bind(item.name, b.leaf(item.kind, item.name, self.type_of(item.type)), item.pos)
+                self.bind(
+                    item.name, b.leaf(item.kind, item.name, self.type_of(item.type)), item.pos
+                )
             elif isinstance(item, ast.ConstDecl):
                 t = self.type_of(item.type)
-                if t.dtype.is_int and not float(item.value).is_integer():
-                    raise self.error(TypeMismatchError, f"{t.dtype} constant needs an integer value", item.pos)
+                self.check_const_value(item, t)
                 self.bind(item.name, b.const(item.value, t, item.name), item.pos)
             elif isinstance(item, ast.Assign):
                 if item.name in self.env:

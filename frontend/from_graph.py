@@ -1,7 +1,10 @@
 """Typed graph -> syntax tree, for writing compiled (optimized) models as text.
 
-Values used once are nested into their user's call; values used several times, and
-outputs, get a statement of their own. Attributes equal to their defaults are left out.
+Values used once are nested into their user's call where that keeps the node order;
+values used several times, and outputs, get a statement of their own. Declarations
+and statements come in graph order, so checking the text gives back the same nodes.
+Inputs and params are the interface and are kept even when unused; other dead nodes
+are dropped. Attributes equal to their defaults are left out.
 """
 
 from __future__ import annotations
@@ -49,35 +52,55 @@ def graph_to_model(graph: Graph) -> ast.Model:
         taken.add(name)
         return name
 
-    items: list[ast.Item] = []
-    for i, node in graph:
-        if not live[i] or node.op not in ("input", "param"):
+    # Nest a value into its user only where that keeps the node order: the checker
+    # creates a statement's nodes in post-order, so the nested operands of node i must
+    # cover, left to right, exactly the live nodes just before i. Then re-checking the
+    # text gives back the same node list, not merely an equivalent one.
+    kept = [i for i, n in graph if live[i] or n.op in ("input", "param")]
+    before = {i: kept[k - 1] if k else -1 for k, i in enumerate(kept)}
+    start: dict[int, int] = {}  # first node of the span a nested expression creates
+    nested: set[int] = set()
+    depth: dict[int, int] = {}
+    for i in kept:
+        node = graph.nodes[i]
+        if node.is_leaf:
             continue
-        names[i] = str(node.attr("name"))
-        items.append(ast.LeafDecl(node.op, names[i], _type_spec(node)))
-    for i, node in graph:
-        if live[i] and node.op == "const":
+        start[i], depth[i], expect = i, 1, before[i]
+        for j in reversed(node.inputs):
+            single = sum(1 for u in users[j] if live[u]) == 1
+            if (
+                j == expect
+                and single
+                and not graph.nodes[j].is_leaf
+                and j not in output_nodes
+                and depth[j] < MAX_NESTING
+            ):
+                nested.add(j)
+                start[i], expect = start[j], before[start[j]]
+                depth[i] = max(depth[i], depth[j] + 1)
+
+    items: list[ast.Item] = []
+    exprs: dict[int, ast.Expr] = {}
+
+    def operand(j: int) -> ast.Expr:
+        return exprs[j] if j in nested else ast.Ref(names[j])
+
+    for i in kept:
+        node = graph.nodes[i]
+        if node.op in ("input", "param"):
+            names[i] = str(node.attr("name"))
+            items.append(ast.LeafDecl(node.op, names[i], _type_spec(node)))
+        elif node.op == "const":
             names[i] = fresh(node.name or f"c{i}", i)
             value = node.attr("value")
             if node.type.dtype.is_int or (float(value).is_integer() and abs(value) < 2**53):
                 value = int(value) if node.type.dtype.is_int else float(value)
             items.append(ast.ConstDecl(names[i], _type_spec(node), value))
-
-    depth: dict[int, int] = {}
-    exprs: dict[int, ast.Expr] = {}
-
-    def operand(j: int) -> ast.Expr:
-        return ast.Ref(names[j]) if j in names else exprs[j]
-
-    for i, node in graph:
-        if not live[i] or node.is_leaf:
-            continue
-        exprs[i] = ast.Call(node.op, tuple(operand(j) for j in node.inputs), _attrs(node))
-        depth[i] = 1 + max((depth.get(j, 0) for j in node.inputs if j not in names), default=0)
-        shared = sum(1 for u in users[i] if live[u]) != 1
-        if shared or i in output_nodes or depth[i] >= MAX_NESTING:
-            names[i] = fresh(node.name, i)
-            items.append(ast.Assign(names[i], exprs[i]))
+        else:
+            exprs[i] = ast.Call(node.op, tuple(operand(j) for j in node.inputs), _attrs(node))
+            if i not in nested:
+                names[i] = fresh(node.name, i)
+                items.append(ast.Assign(names[i], exprs[i]))
     for name, i in graph.outputs:
         if names[i] != name:
             # A leaf, or a value that is output under several names.

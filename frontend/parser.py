@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -54,7 +55,9 @@ class _ToAst(Transformer):
 
     def model(self, meta, children):
         name, *items = children
-        return ast.Model(str(name), tuple(items), _pos(name), ast.Pos(meta.end_line, meta.end_column - 1))
+        return ast.Model(
+            str(name), tuple(items), _pos(name), ast.Pos(meta.end_line, meta.end_column - 1)
+        )
 
     def dim_decl(self, meta, children):
         name, default = children
@@ -111,7 +114,10 @@ class _ToAst(Transformer):
         try:
             return int(text)
         except ValueError:
-            return float(text)
+            value = float(text)
+        if math.isinf(value):
+            raise _Positioned(f"number {text} is out of range", _pos(children[0]))
+        return value
 
     def name_value(self, meta, children):
         return str(children[0])
@@ -137,7 +143,9 @@ class _Positioned(Exception):
 
 
 def _describe_expected(expected: set[str]) -> str:
-    words = sorted({_TERMINAL_WORDS.get(e, f"'{e.lower()}'" if e.isupper() else e) for e in expected})
+    words = sorted(
+        {_TERMINAL_WORDS.get(e, f"'{e.lower()}'" if e.isupper() else e) for e in expected}
+    )
     if len(words) > 6:
         return ""
     return " (expected " + ", ".join(words) + ")"
@@ -176,7 +184,9 @@ def parse_model(text: str, file: str = "<model>") -> ast.Model:
     except Exception as err:  # lark wraps transformer errors in VisitError
         inner = getattr(err, "orig_exc", err)
         if isinstance(inner, _Positioned):
-            raise ModelSyntaxError(inner.message, file, inner.pos.line, inner.pos.col, text) from None
+            raise ModelSyntaxError(
+                inner.message, file, inner.pos.line, inner.pos.col, text
+            ) from None
         raise
     return ast.Model(model.name, model.items, model.pos, model.end, file, text)
 
@@ -190,7 +200,9 @@ def parse_model_file(path: str | Path) -> ast.Model:
 
         raise UserError(f"{path}: cannot read model: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
-        raise ModelSyntaxError(f"the file is not UTF-8 text ({err.reason})", str(path), 1, 1) from None
+        raise ModelSyntaxError(
+            f"the file is not UTF-8 text ({err.reason})", str(path), 1, 1
+        ) from None
     return parse_model(text, str(path))
 
 

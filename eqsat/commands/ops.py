@@ -34,7 +34,9 @@ def _default(value: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     for kind in OpKind:
-        names = sorted(n for n, op in REGISTRY.items() if op.kind is kind and kind is not OpKind.LEAF)
+        names = sorted(
+            n for n, op in REGISTRY.items() if op.kind is kind and kind is not OpKind.LEAF
+        )
         if not names:
             continue
         print(f"{kind.value}:")

@@ -27,7 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL", help="model file in the eqsat text format")
     add_dim_flag(p)
     p.add_argument("--inputs", metavar="FILE.npz", help="values for inputs and params, by name")
-    p.add_argument("--seed", type=int, default=0, help="seed for values not in --inputs (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed for values not in --inputs (default 0)"
+    )
     p.add_argument(
         "--save-inputs",
         metavar="IN.npz",
@@ -39,7 +41,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def describe(name: str, value: np.ndarray) -> str:
     wide = value.astype(np.float64)
-    stats = f"min {wide.min():.4g}  max {wide.max():.4g}  mean {wide.mean():.4g}" if value.size else "empty"
+    stats = (
+        f"min {wide.min():.4g}  max {wide.max():.4g}  mean {wide.mean():.4g}"
+        if value.size
+        else "empty"
+    )
     dtype = dtype_of_array(value).value
     return f"  {name}: {dtype}{list(value.shape)}  {stats}"
 

@@ -117,7 +117,9 @@ class GraphBuilder:
         return len(self.graph.nodes) - 1
 
     def leaf(self, op: str, name: str, type_: TensorType) -> int:
-        return self.add(op, (), {"name": name, "shape": type_.shape, "dtype": type_.dtype.value}, name)
+        return self.add(
+            op, (), {"name": name, "shape": type_.shape, "dtype": type_.dtype.value}, name
+        )
 
     def const(self, value: float, type_: TensorType, name: str | None = None) -> int:
         attrs = {"value": float(value), "shape": type_.shape, "dtype": type_.dtype.value}

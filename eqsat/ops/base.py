@@ -71,7 +71,10 @@ class AttrSpec:
         if t is AttrType.INT and isinstance(value, int) and not isinstance(value, bool):
             return value
         if t is AttrType.FLOAT and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise OpTypeError(f"attribute '{self.name}': {value} is too large") from None
         if t is AttrType.BOOL and isinstance(value, bool):
             return value
         if (
@@ -141,6 +144,12 @@ class OpDef:
     normalize: NormalizeFn | None = None
     doc: str = ""
     composition: Any = field(default=None, compare=False)
+    # The e-graph's shape analysis: an egglog IntList expression in which {operand}
+    # stands for that operand's shape and {attr} for an attribute's value. None means
+    # "the shape of the first operand". Likewise egg_dtype: a dtype name, "{attr}", or
+    # None for "the dtype of the first operand".
+    egg_shape: str | None = None
+    egg_dtype: str | None = None
 
     def attr_spec(self, name: str) -> AttrSpec | None:
         for spec in self.attrs:
@@ -179,9 +188,7 @@ class OpDef:
 
     def type_of(self, in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
         if not self.arity_ok(len(in_types)):
-            raise OpTypeError(
-                f"'{self.name}' takes {self.arity_text()}, got {len(in_types)}"
-            )
+            raise OpTypeError(f"'{self.name}' takes {self.arity_text()}, got {len(in_types)}")
         return self.infer(in_types, attrs)
 
     def canonical_attrs(self, in_types: Sequence[TensorType], attrs: Attrs) -> dict[str, AttrValue]:
@@ -228,9 +235,11 @@ def require_float(op: str, t: TensorType) -> None:
 
 
 def normalize_axis(op: str, axis: int, rank: int) -> int:
-    if not -rank <= axis < max(rank, 1):
+    if rank == 0:
+        raise OpTypeError(f"'{op}': a scalar (rank 0) has no axis {axis}")
+    if not -rank <= axis < rank:
         raise OpTypeError(f"'{op}': axis {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 def normalize_axes(op: str, axes: Sequence[int], rank: int) -> tuple[int, ...]:

@@ -57,7 +57,6 @@ def _per_element(cost: int):
     return flops
 
 
-
 BINARY: dict[str, tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], bool, str]] = {
     "add": (np.add, False, "a + b"),
     "sub": (np.subtract, False, "a - b"),
@@ -107,6 +106,7 @@ for _name, (_fn, _float_only, _doc) in BINARY.items():
             ref=_binary_ref(_fn),
             flops=_per_element(1),
             doc=_doc + " (numpy broadcasting)",
+            egg_shape="(Bcast {a} {b})",
         )
     )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqsat.ir.types import TensorType
-from eqsat.ops.base import Attrs, AttrSpec, OpDef, OpKind
+from eqsat.ops.base import Attrs, AttrSpec, AttrType, OpDef, OpKind
 from eqsat.ops.registry import REGISTRY, register
 
 
@@ -54,7 +54,9 @@ def _infer_node(op: OpDef, arg_types, given):
 def body_types(body: Call, operands: Sequence[str], ts: Sequence[TensorType], attrs: Attrs):
     """Infer the body; returns the result type (first) of each node, bottom-up."""
     env = dict(zip(operands, ts, strict=True))
-    return _walk(body, env, attrs, lambda t: t, lambda op, args, given: _infer_node(op, args, given)[0])
+    return _walk(
+        body, env, attrs, lambda t: t, lambda op, args, given: _infer_node(op, args, given)[0]
+    )
 
 
 def _make(name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...]):
@@ -114,12 +116,36 @@ def format_body(body: Call | str) -> str:
     return f"{body.op}({', '.join(parts)})"
 
 
-def fused(name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...] = ()) -> OpDef:
+def fused(
+    name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...] = ()
+) -> OpDef:
     return register(_make(name, operands, body, attrs))
 
 
+# The kernels the accelerator offers: a matrix product or convolution with an
+# epilogue applied on the way out of the accumulator, and short elementwise chains.
 _MM_BIAS = call("add", call("matmul", "x", "w"), "b")
 
 fused("matmul_bias", ("x", "w", "b"), _MM_BIAS)
 fused("matmul_bias_relu", ("x", "w", "b"), call("relu", _MM_BIAS))
 fused("matmul_bias_gelu", ("x", "w", "b"), call("gelu", _MM_BIAS))
+fused("matmul_bias_add", ("x", "w", "b", "r"), call("add", _MM_BIAS, "r"))
+
+_CONV_ATTRS = (
+    AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
+    AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+)
+_CONV = call("conv2d", "x", "w", stride=AttrRef("stride"), padding=AttrRef("padding"))
+_CONV_BIAS = call("add", _CONV, "b")
+
+fused("conv2d_bias", ("x", "w", "b"), _CONV_BIAS, _CONV_ATTRS)
+fused("conv2d_bias_relu", ("x", "w", "b"), call("relu", _CONV_BIAS), _CONV_ATTRS)
+fused(
+    "conv2d_bias_add_relu",
+    ("x", "w", "b", "r"),
+    call("relu", call("add", _CONV_BIAS, "r")),
+    _CONV_ATTRS,
+)
+
+fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
+fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))

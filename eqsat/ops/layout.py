@@ -31,8 +31,12 @@ def _fmt(values: Sequence[int]) -> str:
 
 def _perm(rank: int, perm_attr: Sequence[int], what: object) -> tuple[int, ...]:
     perm = tuple(perm_attr) or tuple(reversed(range(rank)))
-    if len(perm) != rank or sorted(p % rank for p in perm if -rank <= p < rank) != list(range(rank)):
-        raise OpTypeError(f"'transpose': perm {_fmt(perm)} is not a permutation of the axes of {what}")
+    if len(perm) != rank or sorted(p % rank for p in perm if -rank <= p < rank) != list(
+        range(rank)
+    ):
+        raise OpTypeError(
+            f"'transpose': perm {_fmt(perm)} is not a permutation of the axes of {what}"
+        )
     return tuple(p % rank for p in perm)
 
 
@@ -51,6 +55,7 @@ register(
         normalize=lambda ts, attrs: {"perm": _perm(ts[0].rank, attrs["perm"], ts[0])},
         ref=lambda xs, attrs: np.transpose(xs[0], _perm(xs[0].ndim, attrs["perm"], "x")),
         doc="permute axes (numpy.transpose)",
+        egg_shape="(Permute {x} {perm})",
     )
 )
 
@@ -61,7 +66,9 @@ register(
 def _reshape_target(x: TensorType, attrs: Attrs) -> tuple[int, ...]:
     shape = list(attrs["shape"])
     if shape.count(-1) > 1 or any(d == 0 or d < -1 for d in shape):
-        raise OpTypeError(f"'reshape': shape {_fmt(shape)} must be positive sizes and at most one -1")
+        raise OpTypeError(
+            f"'reshape': shape {_fmt(shape)} must be positive sizes and at most one -1"
+        )
     known = math.prod(d for d in shape if d != -1)
     if -1 in shape:
         if x.numel % known:
@@ -85,6 +92,7 @@ register(
         normalize=lambda ts, attrs: {"shape": _reshape_target(ts[0], attrs)},
         ref=lambda xs, attrs: np.reshape(xs[0], tuple(attrs["shape"])),
         doc="same elements, new shape (row-major)",
+        egg_shape="{shape}",
     )
 )
 
@@ -116,6 +124,7 @@ register(
         normalize=lambda ts, attrs: {"axis": normalize_axis("concat", attrs["axis"], ts[0].rank)},
         ref=lambda xs, attrs: np.concatenate(xs, axis=attrs["axis"]),
         doc="join tensors along an axis",
+        egg_shape="(ConcatShape {x} {x1} {axis})",
     )
 )
 
@@ -176,6 +185,7 @@ register(
         normalize=_slice_normalize,
         ref=_slice_ref,
         doc="x[starts:ends] along the given axes (step 1; negative indices count from the end)",
+        egg_shape="(ListSub {ends} {starts})",
     )
 )
 
@@ -201,5 +211,6 @@ register(
         infer=_broadcast_infer,
         ref=lambda xs, attrs: np.broadcast_to(xs[0], tuple(attrs["shape"])).copy(),
         doc="numpy broadcast_to a larger shape",
+        egg_shape="{shape}",
     )
 )

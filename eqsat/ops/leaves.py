@@ -47,6 +47,8 @@ for _name, _doc in (("input", "a model input"), ("param", "a model parameter (we
             infer=_leaf_type,
             ref=_no_ref,
             doc=_doc,
+            egg_shape="{shape}",
+            egg_dtype="{dtype}",
         )
     )
 
@@ -59,5 +61,7 @@ register(
         infer=_leaf_type,
         ref=_const_ref,
         doc="a tensor filled with one value (a scalar when the shape is [])",
+        egg_shape="{shape}",
+        egg_dtype="{dtype}",
     )
 )

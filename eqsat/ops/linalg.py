@@ -53,6 +53,34 @@ register(
         ref=lambda xs, attrs: np.matmul(xs[0], xs[1]),
         flops=matmul_flops,
         doc="matrix product [..., M, K] @ [..., K, N]; batch dimensions broadcast",
+        egg_shape="(MatmulShape {a} {b})",
+    )
+)
+
+
+def _swap_last2(t: TensorType) -> TensorType:
+    if t.rank < 2:
+        raise OpTypeError(f"'matmul_nt' needs operands of rank >= 2, got {t}")
+    return t.with_shape((*t.shape[:-2], t.shape[-1], t.shape[-2]))
+
+
+def _matmul_nt_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = in_types
+    dtype = same_dtype("matmul_nt", in_types)
+    require_float("matmul_nt", a)
+    return TensorType(dtype, matmul_shape("matmul_nt", a, _swap_last2(b)))
+
+
+register(
+    OpDef(
+        name="matmul_nt",
+        kind=OpKind.MATMUL,
+        operands=("a", "b"),
+        infer=_matmul_nt_infer,
+        ref=lambda xs, attrs: np.matmul(xs[0], np.swapaxes(xs[1], -1, -2)),
+        flops=matmul_flops,
+        doc="a @ b^T: [..., M, K] x [..., N, K] -> [..., M, N]; the kernel reads b transposed",
+        egg_shape="(MatmulShape {a} (SwapLast2 {b}))",
     )
 )
 
@@ -84,6 +112,8 @@ register(
         ref=_qmatmul_ref,
         flops=matmul_flops,
         doc="integer matrix product (a - a_zero) @ (b - b_zero), i8 x i8 -> i32",
+        egg_shape="(MatmulShape {a} {b})",
+        egg_dtype="i32",
     )
 )
 
@@ -103,7 +133,9 @@ def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     if x.rank != 4 or w.rank != 4:
         raise OpTypeError(f"'conv2d' needs x: [N, C, H, W] and w: [O, C, KH, KW], got {x} and {w}")
     if x.shape[1] != w.shape[1]:
-        raise OpTypeError(f"'conv2d': channels differ: x {x} has C={x.shape[1]}, w {w} has C={w.shape[1]}")
+        raise OpTypeError(
+            f"'conv2d': channels differ: x {x} has C={x.shape[1]}, w {w} has C={w.shape[1]}"
+        )
     sh, sw = _pair("conv2d", "stride", attrs["stride"], 1)
     ph, pw = _pair("conv2d", "padding", attrs["padding"], 0)
     ho = (x.shape[2] + 2 * ph - w.shape[2]) // sh + 1
@@ -113,7 +145,9 @@ def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(dtype, (x.shape[0], w.shape[0], ho, wo))
 
 
-def conv2d_ref(x: np.ndarray, w: np.ndarray, stride: Sequence[int], padding: Sequence[int]) -> np.ndarray:
+def conv2d_ref(
+    x: np.ndarray, w: np.ndarray, stride: Sequence[int], padding: Sequence[int]
+) -> np.ndarray:
     """NCHW x OIHW convolution via a strided window view and one tensordot."""
     ph, pw = padding
     sh, sw = stride
@@ -143,5 +177,6 @@ register(
         ref=lambda xs, attrs: conv2d_ref(xs[0], xs[1], attrs["stride"], attrs["padding"]),
         flops=_conv_flops,
         doc="2-D convolution, x: [N, C, H, W], w: [O, C, KH, KW] -> [N, O, HO, WO] (dilation 1)",
+        egg_shape="(ConvShape {x} {w} {stride} {padding})",
     )
 )

@@ -39,6 +39,7 @@ register(
         ref=_cast_ref,
         flops=lambda ts, out, attrs: out.numel,
         doc="convert to another dtype (round to nearest even, saturate to integer range)",
+        egg_dtype="{dtype}",
     )
 )
 
@@ -57,7 +58,9 @@ def _to_int_infer(op: str, source_ok):
             raise OpTypeError(f"'{op}': dtype must be an integer type, got {out}")
         info = np.iinfo(out.np_dtype)
         if not info.min <= attrs["zero_point"] <= info.max:
-            raise OpTypeError(f"'{op}': zero_point {attrs['zero_point']} is outside the range of {out}")
+            raise OpTypeError(
+                f"'{op}': zero_point {attrs['zero_point']} is outside the range of {out}"
+            )
         return ts[0].with_dtype(out)
 
     return infer
@@ -90,6 +93,7 @@ register(
         ),
         flops=lambda ts, out, attrs: 3 * out.numel,
         doc="round(x / scale) + zero_point, saturated",
+        egg_dtype="{dtype}",
     )
 )
 
@@ -109,10 +113,12 @@ register(
         attrs=_SCALE_ATTRS,
         infer=_dequantize_infer,
         ref=lambda xs, attrs: (
-            (xs[0].astype(np.float32) - np.float32(attrs["zero_point"])) * np.float32(attrs["scale"])
+            (xs[0].astype(np.float32) - np.float32(attrs["zero_point"]))
+            * np.float32(attrs["scale"])
         ),
         flops=lambda ts, out, attrs: 2 * out.numel,
         doc="(x - zero_point) * scale, as f32",
+        egg_dtype="f32",
     )
 )
 
@@ -129,5 +135,6 @@ register(
         ),
         flops=lambda ts, out, attrs: 3 * out.numel,
         doc="i32 accumulator to a narrow integer: round(x * scale) + zero_point, saturated",
+        egg_dtype="{dtype}",
     )
 )

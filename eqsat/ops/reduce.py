@@ -81,5 +81,6 @@ for _name, (_fn, _float_only, _word) in _REDUCTIONS.items():
             ref=_ref(_fn),
             flops=_flops,
             doc=f"{_word} over axes",
+            egg_shape="(ReduceShape {x} {axes} {keepdims})",
         )
     )

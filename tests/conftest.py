@@ -1,0 +1,26 @@
+"""Shared fixtures. The repository root is put on sys.path so that `eqsat`, `frontend`
+and `tests.strategies` import without installing the package."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.model"))
+
+settings.register_profile(
+    "default",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("default")
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT
