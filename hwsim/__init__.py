@@ -1,0 +1,62 @@
+"""hwsim: an accelerator machine — hardware descriptions, ISA, simulator, cost model.
+
+A machine, not a compiler: nothing here imports eqsat, frontend or backend.
+"""
+
+from .asm import AsmError, format_instr, format_program, parse
+from .costmodel import KernelCost, KernelWork, kernel_cycles, program_cycles, roofline_cycles
+from .hardware import Hardware, HardwareError, load_hardware
+from .isa import (
+    Binary,
+    Buffer,
+    DramRef,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Move,
+    Program,
+    Reduce,
+    Requantize,
+    Store,
+    Tile,
+    Transpose,
+    Unary,
+)
+from .report import KernelSpan, SimReport, SimResult, SimulationError
+from .simulator import simulate
+
+__all__ = [
+    "AsmError",
+    "Binary",
+    "Buffer",
+    "DramRef",
+    "Hardware",
+    "HardwareError",
+    "Instr",
+    "Kernel",
+    "KernelCost",
+    "KernelSpan",
+    "KernelWork",
+    "Load",
+    "Matmul",
+    "Move",
+    "Program",
+    "Reduce",
+    "Requantize",
+    "SimReport",
+    "SimResult",
+    "SimulationError",
+    "Store",
+    "Tile",
+    "Transpose",
+    "Unary",
+    "format_instr",
+    "format_program",
+    "kernel_cycles",
+    "load_hardware",
+    "parse",
+    "program_cycles",
+    "roofline_cycles",
+    "simulate",
+]

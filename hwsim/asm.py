@@ -1,0 +1,285 @@
+"""Assembly text for hwsim programs: a printer and a parser that round-trip.
+
+One instruction a line, `#` starts a comment, a header declares the DRAM buffers:
+
+    .input   x  f32 [64, 64]
+    .output  y  f32 [64, 64]
+    .scratch t  bf16 [4096]
+
+    load        sram@0:16x16:f32 <- x[0:16x16/64]  signal=a0
+    matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
+    binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
+    kernel      softmax
+
+Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
+elements); a DRAM reference is `NAME[OFFSET:ROWSxCOLS/STRIDE]` (elements); an
+immediate is a number. The destination comes first, then `<-` and the sources, then
+`key=value` options (`wait=`/`signal=` take comma-separated token names).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .asm_format import format_dram, format_instr, format_program, format_tile
+from .dtypes import DTYPES
+from .isa import (
+    ROLES,
+    SPACES,
+    Binary,
+    Buffer,
+    DramRef,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Move,
+    Program,
+    Reduce,
+    Requantize,
+    Store,
+    Tile,
+    Transpose,
+    Unary,
+)
+from .verify import program_problems
+
+__all__ = ["AsmError", "format_dram", "format_instr", "format_program", "format_tile", "parse"]
+
+
+class AsmError(Exception):
+    """Malformed assembly; the message is `FILE:LINE:COL: error: MESSAGE`."""
+
+
+_TOKEN = re.compile(
+    r"(?P<tile>(?P<space>[a-z]+)@(?P<addr>\d+):(?P<rows>\d+)x(?P<cols>\d+)"
+    r"(?:/(?P<stride>\d+))?:(?P<dtype>\w+))"
+    r"|(?P<dram>(?P<buf>[A-Za-z_][\w.]*)\[(?P<off>\d+):(?P<drows>\d+)x(?P<dcols>\d+)"
+    r"/(?P<dstride>\d+)\])"
+    r"|(?P<kv>(?P<key>[a-z_]+)=(?P<val>\S*))"
+    r"|(?P<num>[-+]?(?:inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.]))"
+    r"|(?P<arrow><-)|(?P<comma>,)|(?P<ws>\s+)|(?P<bad>\S+)"
+)
+_HEADER = re.compile(r"\.(\w+)\s+([A-Za-z_][\w.]*)\s+(\w+)\s*\[([\d,\s]*)\]\s*$")
+_OPCODE = re.compile(r"\s*([a-z_]+)(?:\.([a-z_]+))?")
+_OPTIONS = {
+    "load": (),
+    "store": (),
+    "matmul": ("mode",),
+    "move": ("act",),
+    "unary": (),
+    "binary": ("bcast",),
+    "reduce": (),
+    "transpose": (),
+    "requantize": ("mult", "shift", "zp", "round"),
+    "kernel": (),
+}
+_INT_KEYS = ("mult", "shift", "zp")
+
+
+@dataclass
+class _Line:
+    """One instruction line being parsed; knows how to report an error at a column."""
+
+    file: str
+    lineno: int
+    text: str
+
+    def error(self, col: int, msg: str) -> AsmError:
+        return AsmError(f"{self.file}:{self.lineno}:{col}: error: {msg}")
+
+
+def _tile(m: re.Match[str], at: _Line, col: int) -> Tile:
+    if m["space"] not in SPACES:
+        raise at.error(col, f"unknown memory '{m['space']}'; use sram or acc")
+    if m["dtype"] not in DTYPES:
+        raise at.error(col, f"unknown dtype '{m['dtype']}'; use one of {', '.join(DTYPES)}")
+    stride = None if m["stride"] is None else int(m["stride"])
+    return Tile(m["space"], int(m["addr"]), int(m["rows"]), int(m["cols"]), m["dtype"], stride)
+
+
+def _dram(m: re.Match[str]) -> DramRef:
+    return DramRef(m["buf"], int(m["off"]), int(m["drows"]), int(m["dcols"]), int(m["dstride"]))
+
+
+def _value(m: re.Match[str], at: _Line, col: int) -> Any:
+    if m.lastgroup == "tile":
+        return _tile(m, at, col)
+    return _dram(m) if m.lastgroup == "dram" else float(m.group())
+
+
+def _scan(text: str, at: _Line, start: int) -> tuple[list, list, dict[str, tuple[str, int]]]:
+    """Destinations, sources (as (value, col)) and options of an instruction's operands."""
+    dsts: list[tuple[Any, int]] = []
+    srcs: list[tuple[Any, int]] = []
+    opts: dict[str, tuple[str, int]] = {}
+    side, expect_operand = dsts, True
+    for m in _TOKEN.finditer(text, start):
+        col, kind = m.start() + 1, m.lastgroup
+        if kind == "ws":
+            continue
+        if kind == "bad" or (kind == "kv" and m["key"] in opts):
+            raise at.error(col, f"unexpected '{m.group()}'")
+        if kind == "kv":
+            opts[m["key"]] = (m["val"], col + len(m["key"]) + 1)
+        elif opts:
+            raise at.error(col, "operands must come before key=value options")
+        elif kind == "arrow":
+            if side is srcs or not dsts:
+                raise at.error(col, "expected 'DST <- SRC, ...'")
+            side, expect_operand = srcs, True
+        elif kind == "comma":
+            if expect_operand:
+                raise at.error(col, "expected an operand before ','")
+            expect_operand = True
+        else:
+            if not expect_operand:
+                raise at.error(col, "expected ',' between operands")
+            side.append((_value(m, at, col), col))
+            expect_operand = False
+    if side is not srcs or expect_operand:
+        raise at.error(len(text.rstrip()) + 1, "expected 'DST <- SRC, ...'")
+    return dsts, srcs, opts
+
+
+def _want(at: _Line, ops: list[tuple[Any, int]], kinds: str, what: str, col: int) -> list[Any]:
+    """Check operand kinds against a pattern like 'tt' / 'tn' (t tile, d dram, n number)."""
+    names = {"t": Tile, "d": DramRef, "n": float}
+    if len(ops) != len(kinds):
+        where = ops[0][1] if ops else col
+        raise at.error(where, f"expected {len(kinds)} {what} operand(s), got {len(ops)}")
+    for (value, c), k in zip(ops, kinds, strict=True):
+        if not isinstance(value, names[k]):
+            kind = {"t": "a tile", "d": "a DRAM reference", "n": "a number"}[k]
+            raise at.error(c, f"expected {kind} here")
+    return [v for v, _ in ops]
+
+
+def _tokens(value: str, at: _Line, col: int) -> tuple[str, ...]:
+    toks = tuple(value.split(","))
+    if not all(toks):
+        raise at.error(col, "empty token name")
+    return toks
+
+
+def _instr(text: str, at: _Line) -> Instr:
+    m = _OPCODE.match(text)
+    op, sub = m[1], m[2]  # type: ignore[index]
+    if op not in _OPTIONS:
+        raise at.error(m.start(1) + 1, f"unknown instruction '{op}'")  # type: ignore[union-attr]
+    has_sub = op in ("unary", "binary", "reduce")
+    if has_sub != (sub is not None):
+        form = f"'{op}.OP'" if has_sub else f"'{op}' without '.OP'"
+        raise at.error(m.start(1) + 1, f"write {form}")  # type: ignore[union-attr]
+    if op == "kernel":
+        km = re.match(r"\s*kernel\s+([^\s=]+)", text)
+        if km is None:
+            raise at.error(m.end() + 1, "expected 'kernel NAME'")  # type: ignore[union-attr]
+        found = list(_TOKEN.finditer(text, km.end()))
+        opts = {t["key"]: (t["val"], t.start("val") + 1) for t in found if t.lastgroup == "kv"}
+        rest = [t for t in found if t.lastgroup not in ("kv", "ws")]
+        if rest:
+            raise at.error(rest[0].start() + 1, f"unexpected '{rest[0].group()}'")
+        dsts = srcs = []
+    else:
+        dsts, srcs, opts = _scan(text, at, m.end())  # type: ignore[union-attr]
+    kw: dict[str, Any] = {}
+    for key, (val, col) in opts.items():
+        if key in ("wait", "signal"):
+            kw[key] = _tokens(val, at, col)
+        elif key not in _OPTIONS[op]:
+            raise at.error(col - len(key) - 1, f"'{op}' takes no option '{key}'")
+        elif key in _INT_KEYS:
+            if not re.fullmatch(r"[-+]?\d+", val):
+                raise at.error(col, f"'{key}' needs an integer")
+            kw[key] = int(val)
+        else:
+            kw[key] = val
+    return _build(op, sub, dsts, srcs, kw, at, m.end() + 1)  # type: ignore[union-attr]
+
+
+def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: int) -> Instr:
+    deps = {k: kw.pop(k) for k in ("wait", "signal") if k in kw}
+    if op == "kernel":
+        return Kernel(name=at.text.split()[1], **deps)
+    if op == "load":
+        (dst,), (src,) = (
+            _want(at, dsts, "t", "destination", col),
+            _want(at, srcs, "d", "source", col),
+        )
+        return Load(dst=dst, src=src, **deps)
+    if op == "store":
+        (dst,), (src,) = (
+            _want(at, dsts, "d", "destination", col),
+            _want(at, srcs, "t", "source", col),
+        )
+        return Store(dst=dst, src=src, **deps)
+    (dst,) = _want(at, dsts, "t", "destination", col)
+    if op == "matmul":
+        a, b = _want(at, srcs, "tt", "source", col)
+        return Matmul(acc=dst, a=a, b=b, **kw, **deps)
+    if op == "unary":
+        imm = len(srcs) == 2
+        src, *rest = _want(at, srcs, "tn" if imm else "t", "source", col)
+        return Unary(op=sub, dst=dst, src=src, imm=rest[0] if imm else None, **deps)
+    if op == "binary":
+        imm = len(srcs) == 2 and isinstance(srcs[1][0], float)
+        a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
+        bb, ii = (None, b) if imm else (b, None)
+        return Binary(op=sub, dst=dst, a=a, b=bb, imm=ii, **kw, **deps)
+    (src,) = _want(at, srcs, "t", "source", col)
+    if op == "reduce":
+        return Reduce(op=sub, dst=dst, src=src, **deps)
+    if op == "transpose":
+        return Transpose(dst=dst, src=src, **deps)
+    if op == "move":
+        return Move(dst=dst, src=src, **kw, **deps)
+    names = {"mult": "multiplier", "shift": "shift", "zp": "zero_point", "round": "rounding"}
+    for key in ("mult", "shift"):
+        if key not in kw:
+            raise at.error(col, f"requantize needs {key}=")
+    return Requantize(dst=dst, src=src, **{names[k]: v for k, v in kw.items()}, **deps)
+
+
+def _header(text: str, at: _Line) -> Buffer:
+    m = _HEADER.match(text)
+    if m is None:
+        raise at.error(1, "expected '.ROLE NAME DTYPE [D0, D1, ...]'")
+    role, name, dtype, dims = m.groups()
+    if role not in ROLES:
+        raise at.error(2, f"unknown role '.{role}'; use .input, .output or .scratch")
+    if dtype not in DTYPES:
+        raise at.error(m.start(3) + 1, f"unknown dtype '{dtype}'")
+    shape = tuple(int(d) for d in dims.replace(",", " ").split())
+    if not shape or min(shape) < 1:
+        raise at.error(m.start(4) + 1, "a buffer needs one or more positive dims")
+    return Buffer(name, dtype, shape, role)
+
+
+def parse(text: str, filename: str = "<asm>", verify: bool = True) -> Program:
+    """Parse assembly text; with `verify`, also check shapes, dtypes, bounds and tokens."""
+    buffers: list[Buffer] = []
+    instrs: list[Instr] = []
+    lines: list[int] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        at = _Line(filename, lineno, line)
+        if line.lstrip().startswith("."):
+            if instrs:
+                raise at.error(1, "buffer declarations must come before instructions")
+            buffers.append(_header(line.strip(), at))
+            if any(b.name == buffers[-1].name for b in buffers[:-1]):
+                raise at.error(1, f"buffer '{buffers[-1].name}' declared twice")
+        else:
+            instrs.append(_instr(line, at))
+            lines.append(lineno)
+    program = Program(tuple(buffers), tuple(instrs), tuple(lines), filename)
+    if verify:
+        for index, problem in program_problems(program):
+            lineno = lines[index] if index >= 0 else 1
+            raise AsmError(f"{filename}:{lineno}:1: error: {problem}")
+    return program

@@ -1,0 +1,264 @@
+"""Analytic cost model of one kernel: what extraction optimises, what the simulator checks.
+
+It takes plain numbers (`KernelWork`), never IR, and predicts the cycles the simulator
+would measure for a kernel the backend emits in the canonical shape below, by summing
+the per-instruction formulas of `hwsim.timing`. Notation: R x C array, L lanes,
+B DRAM bytes/cycle, I issue cycles, lat the DRAM latency, s the input item size.
+
+Matmul / conv (implicit GEMM, C[m,n] = A[m,k] @ B[k,n], `batch` times).
+  Tiles tm x tn x tk, output-stationary: for each (m,n) tile, for each k tile load A
+  and B tiles (double buffered), matmul-accumulate, then move the accumulator out
+  through the vector unit (plus the epilogue) and store it. K and N are padded to
+  multiples of R and C. Constraints:
+      SRAM  2*(tm*tk + tk*tn)*s + 2*tm*tn*s_out + working_set_bytes <= sram_bytes
+      acc   4*tm*tn <= acc_bytes
+  Re-reads: with one k tile (tk >= K) an A row panel stays resident across the n loop;
+  if moreover one n tile covers N, B is loaded once. Otherwise A is read nN times and
+  B nM times (nM = ceil(m/tm), nN = ceil(N/tn)):
+      dram = bytes_in + bytes_out + A_bytes*(readsA - 1) + B_bytes*(readsB - 1)
+  matrix  = batch * sum over tiles of timing.matmul_cycles(tm', tn', tk')  (edge tiles
+            use their real sizes)
+  vector  = batch * nM*nN * vector_cycles(tm*tn, move) + ceil(vector_ops/L) + epilogue issue
+  The tile shape minimising the total below is chosen.
+
+Vector / layout kinds stream their data through SRAM in double-buffered chunks of at
+most sram_bytes/4 (whole working sets each); compute = ceil(vector_ops/L) + I per
+instruction.
+
+Every kind:
+  dma   = max(ceil(dram/B), per-queue issue + transfer, n_dma*(lat + xfer)/dma_engines)
+  total = launch + max(compute, dma) + 2*lat + (compute + dma - max(compute, dma)) / steps
+  (roofline with overlap from double buffering, plus the exposed latencies of the first
+  load and the last store, and one pipeline step of the non-bottleneck stage).
+
+Spill: when the working set (with the minimal tile) does not fit SRAM, the kernel must
+re-read: spill_bytes = 2*ceil(ws/sram)*(bytes_in + bytes_out + ws) are added to its
+traffic, the result is doubled, and `feasible` is False. This makes a fusion that
+overflows SRAM cost more than the unfused kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from . import timing
+from .dtypes import ITEMSIZE
+from .hardware import MATRIX_DTYPES, Hardware
+
+KINDS = ("matmul", "conv", "vector", "layout")
+SPILL_FACTOR = 2  # multiplies the cost of an infeasible kernel on top of spill traffic
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """The work of one kernel as plain numbers (all counts are totals incl. batch)."""
+
+    kind: str  # matmul | conv | vector | layout
+    dtype: str  # input dtype: f32 | bf16 | i8 (| i32 for vector/layout)
+    macs: int = 0  # m*n*k*batch for matmul/conv (informational)
+    m: int = 0  # matmul/conv dims: C[m,n] = A[m,k] @ B[k,n]; conv as implicit GEMM
+    n: int = 0
+    k: int = 0
+    batch: int = 1  # matmul: A and B batched; conv: weights shared
+    vector_ops: int = 0  # vector-unit lane ops (elements x timing.OP_PASSES[op])
+    bytes_in: int = 0  # DRAM bytes read by an unfused run (each input once)
+    bytes_out: int = 0  # DRAM bytes written (each output once)
+    working_set_bytes: int = 0  # must stay resident in SRAM (matmul: besides the tiles)
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """Predicted cycles of one kernel and where they come from."""
+
+    cycles: int
+    compute_cycles: int
+    matrix_cycles: int
+    vector_cycles: int
+    dma_cycles: int
+    dram_bytes: int
+    feasible: bool = True
+    spill_bytes: int = 0
+    tile: tuple[int, int, int] | None = None
+
+
+def roofline_cycles(
+    hw: Hardware, total_macs_by_dtype: Mapping[str, int], vector_ops: int, dram_bytes: int
+) -> int:
+    """Lower bound: the busiest of matrix unit, vector unit and DRAM at peak rate."""
+    matrix = sum(macs / hw.macs_per_cycle[dt] for dt, macs in total_macs_by_dtype.items())
+    return math.ceil(
+        max(matrix, vector_ops / hw.vector_lanes, dram_bytes / hw.dram_bytes_per_cycle)
+    )
+
+
+def _splits(total: int, tile: int) -> list[tuple[int, int]]:
+    """(size, count) of the tiles covering `total`: full tiles then one remainder."""
+    full, rest = divmod(total, tile)
+    return [(s, c) for s, c in ((tile, full), (rest, 1 if rest else 0)) if c]
+
+
+def _pow2_multiples(unit: int, limit: int) -> list[int]:
+    sizes, s = [], unit
+    while s < limit:
+        sizes.append(s)
+        s *= 2
+    return [*sizes, limit]
+
+
+def _dma(hw: Hardware, load_bytes: int, store_bytes: int, loads: int, stores: int) -> int:
+    bw, issue = hw.dram_bytes_per_cycle, hw.issue_cycles
+    n = max(1, loads + stores)
+    channel = math.ceil((load_bytes + store_bytes) / bw)
+    queues = max(
+        loads * issue + math.ceil(load_bytes / bw), stores * issue + math.ceil(store_bytes / bw)
+    )
+    engines = n * (hw.dram_latency_cycles + channel / n) / hw.dma_engines
+    return math.ceil(max(channel, queues, engines))
+
+
+def _total(hw: Hardware, compute: int, dma: int, steps: int) -> int:
+    hidden = compute + dma - max(compute, dma)
+    return math.ceil(
+        hw.launch_cycles + max(compute, dma) + 2 * hw.dram_latency_cycles + hidden / max(1, steps)
+    )
+
+
+def _spill(hw: Hardware, w: KernelWork, ws: int) -> int:
+    return 2 * math.ceil(ws / hw.sram_bytes) * (w.bytes_in + w.bytes_out + ws)
+
+
+def _matmul_tiles(hw: Hardware, w: KernelWork) -> Iterator[tuple[int, int, int]]:
+    """Tile shapes (tm, tn, tk) that fit SRAM and the accumulator, largest tk per (tm, tn)."""
+    R, C = hw.array_rows, hw.array_cols
+    s, s_out = ITEMSIZE[w.dtype], _out_itemsize(w)
+    kp, np_ = math.ceil(w.k / R) * R, math.ceil(w.n / C) * C
+    budget = hw.sram_bytes - w.working_set_bytes
+    for tm in _pow2_multiples(R, w.m):
+        for tn in _pow2_multiples(C, np_):
+            if 4 * tm * tn > hw.acc_bytes:
+                continue
+            for tk in reversed(_pow2_multiples(R, kp)):
+                if 2 * (tm * tk + tk * tn) * s + 2 * tm * tn * s_out <= budget:
+                    yield tm, tn, tk
+                    break
+
+
+def _out_itemsize(w: KernelWork) -> int:
+    outs = w.batch * w.m * w.n
+    return max(1, round(w.bytes_out / outs)) if w.bytes_out and outs else ITEMSIZE[w.dtype]
+
+
+def matmul_tiling_cost(
+    hw: Hardware, w: KernelWork, tile: tuple[int, int, int], spill: int = 0
+) -> KernelCost:
+    """Cost of a matmul/conv kernel with a given tile shape (tm, tn, tk), no fit check."""
+    tm, tn, tk = tile
+    s = ITEMSIZE[w.dtype]
+    nm, nn, nk = math.ceil(w.m / tm), math.ceil(w.n / tn), math.ceil(w.k / tk)
+    matrix = sum(
+        cm * cn * ck * timing.matmul_cycles(hw, w.dtype, sm, sn, sk)
+        for sm, cm in _splits(w.m, tm)
+        for sn, cn in _splits(w.n, tn)
+        for sk, ck in _splits(w.k, tk)
+    )
+    move = sum(
+        cm * cn * timing.vector_cycles(hw, sm * sn, "move")
+        for sm, cm in _splits(w.m, tm)
+        for sn, cn in _splits(w.n, tn)
+    )
+    out_tiles = w.batch * nm * nn
+    epilogue = math.ceil(w.vector_ops / hw.vector_lanes) + (
+        hw.issue_cycles * out_tiles if w.vector_ops else 0
+    )
+    compute = w.batch * (matrix + move) + epilogue
+    b_bytes = w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
+    a_bytes = w.batch * w.m * w.k * s if w.kind == "matmul" else max(0, w.bytes_in - b_bytes)
+    reads_a = 1 if nk == 1 else nn
+    reads_b = 1 if nk == 1 and nn == 1 else nm
+    dram = w.bytes_in + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
+    loads_a = w.batch * (nm if nk == 1 else nm * nn * nk)
+    loads_b = w.batch * (1 if nk == 1 and nn == 1 else nm * nn * nk)
+    dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, out_tiles)
+    steps = w.batch * nm * nn * nk
+    return KernelCost(
+        cycles=_total(hw, compute, dma, steps),
+        compute_cycles=compute,
+        matrix_cycles=w.batch * matrix,
+        vector_cycles=w.batch * move + epilogue,
+        dma_cycles=dma,
+        dram_bytes=dram,
+        feasible=spill == 0,
+        spill_bytes=spill,
+        tile=(tm, tn, tk),
+    )
+
+
+def _matmul(hw: Hardware, w: KernelWork) -> KernelCost:
+    if w.m <= 0 or w.n <= 0 or w.k <= 0:
+        raise ValueError(f"{w.kind} work needs positive m, n, k; got {w.m}, {w.n}, {w.k}")
+    if w.dtype not in MATRIX_DTYPES:
+        raise ValueError(f"the matrix unit takes {', '.join(MATRIX_DTYPES)}, not {w.dtype}")
+    best = min(
+        (matmul_tiling_cost(hw, w, t) for t in _matmul_tiles(hw, w)),
+        key=lambda c: (c.cycles, c.dram_bytes),
+        default=None,
+    )
+    if best is not None:
+        return best
+    R, C = hw.array_rows, hw.array_cols
+    tile_ws = 2 * (R * R + R * C) * ITEMSIZE[w.dtype] + 2 * R * C * _out_itemsize(w)
+    spill = _spill(hw, w, w.working_set_bytes + tile_ws)
+    spilled = matmul_tiling_cost(hw, w, (min(R, w.m), C, R), spill)
+    return _penalise(spilled)
+
+
+def _penalise(cost: KernelCost) -> KernelCost:
+    return KernelCost(**{**cost.__dict__, "cycles": cost.cycles * SPILL_FACTOR, "feasible": False})
+
+
+def _vector(hw: Hardware, w: KernelWork) -> KernelCost:
+    chunk_budget = hw.sram_bytes // 4  # in + out chunks, double buffered
+    ws = w.working_set_bytes
+    streamed = w.bytes_in + w.bytes_out
+    spill = _spill(hw, w, ws) if ws > hw.sram_bytes else 0
+    chunk = max(min(chunk_budget, streamed), ws, 1)
+    if ws > chunk_budget:  # fits only single buffered: nothing overlaps
+        chunk = ws
+    chunks = max(1, math.ceil(streamed / chunk))
+    elements = max(1, w.bytes_out // ITEMSIZE[w.dtype])
+    per_chunk = max(1, round(w.vector_ops / elements))
+    compute = math.ceil(w.vector_ops / hw.vector_lanes) + hw.issue_cycles * chunks * per_chunk
+    dram = streamed + spill
+    dma = _dma(hw, w.bytes_in + spill // 2, w.bytes_out + spill // 2, chunks, chunks)
+    steps = 1 if ws > chunk_budget else chunks
+    cost = KernelCost(
+        cycles=_total(hw, compute, dma, steps),
+        compute_cycles=compute,
+        matrix_cycles=0,
+        vector_cycles=compute,
+        dma_cycles=dma,
+        dram_bytes=dram,
+        feasible=True,
+        spill_bytes=spill,
+    )
+    return _penalise(cost) if spill else cost
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def kernel_cycles(hw: Hardware, work: KernelWork) -> KernelCost:
+    """Predicted cost of one kernel on `hw` (cached: both arguments are frozen values)."""
+    if work.kind not in KINDS:
+        raise ValueError(f"unknown kernel kind {work.kind!r}; use one of {', '.join(KINDS)}")
+    if work.dtype not in ITEMSIZE:
+        raise ValueError(f"unknown dtype {work.dtype!r}; use one of {', '.join(ITEMSIZE)}")
+    if work.kind in ("matmul", "conv"):
+        return _matmul(hw, work)
+    return _vector(hw, work)
+
+
+def program_cycles(hw: Hardware, works: list[KernelWork]) -> int:
+    """Kernels run one after another: the program costs the sum of its kernels."""
+    return sum(kernel_cycles(hw, w).cycles for w in works)

@@ -1,0 +1,244 @@
+"""Hardware descriptions: presets and validated TOML files.
+
+A `Hardware` is a plain frozen value. Everything that depends on the machine (the
+simulator's timing, the analytic cost model, the backend's tiling) reads it, so one
+file changes the machine for the whole compiler.
+
+Units: sizes in bytes, time in cycles of `clock_ghz`. The matrix unit is a weight-
+stationary systolic array of `array_rows x array_cols` MACs. `macs_per_cycle[d]` is
+its peak rate for input dtype d; floating point may run at a fraction of the int8 rate
+(multi-pass), so `rows*cols` must be a multiple of every rate and the pass count
+`rows*cols // macs_per_cycle[d]` is how many cycles one row of A occupies the array.
+
+A TOML file lists every field at top level plus a `[macs_per_cycle]` table, or says
+`base = "edge"` (a preset name or a path relative to the file) and overrides some.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+PRESET_DIR = Path(__file__).parent / "presets"
+PRESETS = ("edge", "datacenter")
+MATRIX_DTYPES = ("i8", "bf16", "f32")
+
+
+class HardwareError(Exception):
+    """A hardware description that cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator: matrix unit, vector unit, memories, DRAM and fixed overheads."""
+
+    name: str
+    clock_ghz: float
+    array_rows: int
+    array_cols: int
+    macs_per_cycle: Mapping[str, int]
+    vector_lanes: int
+    sram_bytes: int
+    acc_bytes: int
+    dram_bytes_per_cycle: float
+    dram_latency_cycles: int
+    dma_engines: int
+    launch_cycles: int
+    issue_cycles: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "macs_per_cycle", MappingProxyType(dict(self.macs_per_cycle)))
+
+    def __hash__(self) -> int:
+        macs = tuple(sorted(self.macs_per_cycle.items()))
+        return hash(
+            tuple(
+                macs if f.name == "macs_per_cycle" else getattr(self, f.name)
+                for f in dataclasses.fields(self)
+            )
+        )
+
+    def passes(self, dtype: str) -> int:
+        """Cycles one row of A spends in the array for `dtype` (1 at the native rate)."""
+        return self.array_rows * self.array_cols // self.macs_per_cycle[dtype]
+
+
+# name -> (python types accepted, description used in messages)
+_INT = ((int,), "an integer")
+_NUM = ((int, float), "a number")
+FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), "a string"),
+    "clock_ghz": _NUM,
+    "array_rows": _INT,
+    "array_cols": _INT,
+    "macs_per_cycle": ((dict,), "a table"),
+    "vector_lanes": _INT,
+    "sram_bytes": _INT,
+    "acc_bytes": _INT,
+    "dram_bytes_per_cycle": _NUM,
+    "dram_latency_cycles": _INT,
+    "dma_engines": _INT,
+    "launch_cycles": _INT,
+    "issue_cycles": _INT,
+}
+_SYNTAX_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
+
+
+def key_position(text: str, key: str, table: str | None = None) -> tuple[int, int] | None:
+    """1-based (line, col) of `key = ...` in TOML text, inside `[table]` if given."""
+    start = 0
+    if table is not None:
+        dotted = re.search(rf"^[ \t]*({re.escape(table)}\.{re.escape(key)})[ \t]*=", text, re.M)
+        if dotted:
+            return _line_col(text, dotted.start(1))
+        header = re.search(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\]", text, re.M)
+        if header is None:
+            return None
+        start = header.end()
+    pat = re.compile(rf"^([ \t]*)({re.escape(key)}|\"{re.escape(key)}\")[ \t]*=", re.M)
+    for m in pat.finditer(text, start):
+        if table is None and _section_at(text, m.start()) is not None:
+            continue
+        if table is not None and _section_at(text, m.start()) != table:
+            break
+        return _line_col(text, m.start(2))
+    header = re.search(rf"^[ \t]*\[[ \t]*({re.escape(key)})[ \t]*\]", text, re.M)
+    return _line_col(text, header.start(1)) if header and table is None else None
+
+
+def _section_at(text: str, pos: int) -> str | None:
+    headers = list(re.finditer(r"^[ \t]*\[[ \t]*([^\]\s]+)[ \t]*\]", text[:pos], re.M))
+    return headers[-1].group(1) if headers else None
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+class _Source:
+    """A TOML file being validated: turns problems into located HardwareErrors."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.text = path, text
+
+    def error(self, msg: str, key: str | None = None, table: str | None = None) -> HardwareError:
+        pos = key_position(self.text, key, table) if key else None
+        where = f"{self.path}:{pos[0]}:{pos[1]}" if pos else f"{self.path}"
+        return HardwareError(f"{where}: error: {msg}")
+
+
+def _check_value(src: _Source, key: str, value: Any, table: str | None = None) -> None:
+    types, desc = FIELDS[key] if table is None else _INT
+    label = f"{table}.{key}" if table else key
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise src.error(
+            f"'{label}' must be {desc}, got {type(value).__name__} {value!r}; fix its value",
+            key,
+            table,
+        )
+    if isinstance(value, int | float) and value <= 0:
+        raise src.error(f"'{label}' must be positive, got {value}; use a value > 0", key, table)
+
+
+def _read_toml(path: Path) -> tuple[_Source, dict[str, Any]]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise HardwareError(f"{path}: error: cannot read hardware file ({e.strerror})") from e
+    src = _Source(path, text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = _SYNTAX_POS.match(str(e))
+        where = f"{path}:{m.group(2)}:{m.group(3)}" if m else str(path)
+        msg = m.group(1) if m else str(e)
+        raise HardwareError(f"{where}: error: TOML syntax: {msg}; fix the file") from e
+    return src, data
+
+
+def _load_fields(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """All fields of a file, with `base` resolved and every value checked."""
+    if path.resolve() in seen:
+        raise HardwareError(f"{path}: error: 'base' chain loops back to this file")
+    src, data = _read_toml(path)
+    fields: dict[str, Any] = {}
+    if "base" in data:
+        base = data.pop("base")
+        if not isinstance(base, str):
+            raise src.error("'base' must be a preset name or a path string", "base")
+        if base in PRESETS:
+            fields = _load_fields(PRESET_DIR / f"{base}.toml", (*seen, path.resolve()))
+        else:
+            base_path = path.parent / base
+            if not base_path.is_file():
+                raise src.error(
+                    f"'base' = {base!r} is neither a preset ({', '.join(PRESETS)}) "
+                    "nor an existing file",
+                    "base",
+                )
+            fields = _load_fields(base_path, (*seen, path.resolve()))
+    for key, value in data.items():
+        if key not in FIELDS:
+            raise src.error(
+                f"unknown key '{key}'; remove it or use one of: {', '.join(FIELDS)}", key
+            )
+        _check_value(src, key, value)
+        if key == "macs_per_cycle":
+            merged = dict(fields.get("macs_per_cycle", {}))
+            for dt, rate in value.items():
+                if dt not in MATRIX_DTYPES:
+                    raise src.error(
+                        f"unknown dtype '{dt}' in [macs_per_cycle]; use one of: "
+                        f"{', '.join(MATRIX_DTYPES)}",
+                        dt,
+                        "macs_per_cycle",
+                    )
+                _check_value(src, dt, rate, "macs_per_cycle")
+                merged[dt] = rate
+            value = merged
+        fields[key] = value
+    fields["_source"] = src
+    return fields
+
+
+def _build(fields: dict[str, Any]) -> Hardware:
+    src: _Source = fields.pop("_source")
+    for key in FIELDS:
+        if key not in fields:
+            raise src.error(
+                f"missing key '{key}'; add `{key} = ...` or inherit it with `base = \"edge\"`"
+            )
+    macs = fields["macs_per_cycle"]
+    cells = fields["array_rows"] * fields["array_cols"]
+    for dt in MATRIX_DTYPES:
+        if dt not in macs:
+            raise src.error(f"missing key 'macs_per_cycle.{dt}'; add `{dt} = ...`")
+        if macs[dt] > cells or cells % macs[dt]:
+            raise src.error(
+                f"'macs_per_cycle.{dt}' = {macs[dt]} must divide array_rows*array_cols = "
+                f"{cells} (the array runs dtype {dt} in a whole number of passes)",
+                dt,
+                "macs_per_cycle",
+            )
+    return Hardware(**fields)
+
+
+def load_hardware(spec: str | Path) -> Hardware:
+    """A preset by name (`edge`, `datacenter`) or a TOML file by path."""
+    text = str(spec)
+    if text in PRESETS:
+        return _build(_load_fields(PRESET_DIR / f"{text}.toml"))
+    path = Path(text)
+    if not path.is_file():
+        raise HardwareError(
+            f"{text}: error: unknown hardware; give a preset ({', '.join(PRESETS)}) "
+            "or the path of a .toml file"
+        )
+    return _build(_load_fields(path))

@@ -1,0 +1,274 @@
+"""The instruction set: a small Gemmini/VTA-style accelerator ISA as frozen dataclasses.
+
+Memories. DRAM holds named buffers declared by the program (shape, dtype, role);
+instructions address a buffer as a flat array of elements: offset, rows x cols, and a
+row stride in elements (`DramRef`). SRAM (scratchpad) and the accumulator are flat
+byte-addressed spaces; a `Tile` is a rows x cols region of one dtype starting at a
+byte address (aligned to its item size), rows `stride` elements apart (dense when None).
+The accumulator holds 4-byte entries (i32 for int8 products, f32 otherwise).
+
+Queues. Load and Store run on their own queues (DMA); everything else on the compute
+queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
+must have been signalled before the instruction starts and consumes one count of each;
+`signal` adds one count to each named token when the instruction completes. That is
+how a double-buffered loop overlaps transfer with compute (VTA's dependence queues).
+
+`Kernel` marks the start of a kernel: a barrier across all queues that costs the
+machine's launch overhead; the simulator reports cycles per kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from .dtypes import ITEMSIZE
+
+SPACES = ("sram", "acc")
+ROLES = ("input", "output", "scratch")
+UNARY_OPS = (
+    "copy",
+    "relu",
+    "gelu",
+    "exp",
+    "neg",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sigmoid",
+    "tanh",
+    "scale",
+)
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min")
+REDUCE_OPS = ("sum", "max")
+ACTS = ("none", "relu")
+MODES = ("overwrite", "accumulate")
+BCASTS = ("none", "row", "col")
+ROUNDINGS = ("even", "away")
+QUEUES = ("load", "compute", "store")
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A rows x cols region of SRAM or the accumulator, at a byte address."""
+
+    space: str
+    addr: int
+    rows: int
+    cols: int
+    dtype: str
+    stride: int | None = None  # elements between row starts; None = cols (dense)
+
+    def __post_init__(self) -> None:
+        if self.stride == self.cols:
+            object.__setattr__(self, "stride", None)
+
+    @property
+    def row_stride(self) -> int:
+        return self.cols if self.stride is None else self.stride
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @functools.cached_property
+    def end(self) -> int:
+        """One past the last byte the tile touches."""
+        return self.addr + ((self.rows - 1) * self.row_stride + self.cols) * self.itemsize
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True)
+class DramRef:
+    """rows x cols elements of a DRAM buffer from `offset`, rows `stride` elements apart."""
+
+    buffer: str
+    offset: int
+    rows: int
+    cols: int
+    stride: int
+
+    @property
+    def end(self) -> int:
+        """One past the last element touched (offset + extent)."""
+        return self.offset + (self.rows - 1) * self.stride + self.cols
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A named DRAM buffer: program input, output, or scratch space."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    role: str = "scratch"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True, kw_only=True)
+class Instr:
+    """Base of all instructions: dependency tokens waited on and signalled."""
+
+    wait: tuple[str, ...] = ()
+    signal: tuple[str, ...] = ()
+
+    queue = "compute"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load(Instr):
+    """DMA DRAM -> SRAM; the tile part beyond src's rows x cols is zero padding."""
+
+    dst: Tile
+    src: DramRef
+    queue = "load"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Store(Instr):
+    """DMA SRAM -> DRAM of the top-left dst.rows x dst.cols of the tile (crop)."""
+
+    dst: DramRef
+    src: Tile
+    queue = "store"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matmul(Instr):
+    """acc (=|+=) a @ b on the systolic array; i8 inputs accumulate in i32, floats in f32."""
+
+    acc: Tile
+    a: Tile
+    b: Tile
+    mode: str = "overwrite"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Move(Instr):
+    """Copy between accumulator and SRAM with an optional activation, casting to dst."""
+
+    dst: Tile
+    src: Tile
+    act: str = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unary(Instr):
+    """dst = op(src) elementwise on the vector unit (`scale` multiplies by imm)."""
+
+    op: str
+    dst: Tile
+    src: Tile
+    imm: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Binary(Instr):
+    """dst = op(a, b): b same shape, a row (1 x cols, bcast=row), a column (rows x 1,
+    bcast=col), or the immediate scalar imm."""
+
+    op: str
+    dst: Tile
+    a: Tile
+    b: Tile | None = None
+    imm: float | None = None
+    bcast: str = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reduce(Instr):
+    """dst[rows x 1] = op over each row of src."""
+
+    op: str
+    dst: Tile
+    src: Tile
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transpose(Instr):
+    """dst[cols x rows] = src^T on the vector unit."""
+
+    dst: Tile
+    src: Tile
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requantize(Instr):
+    """dst(i8) = sat(round(src * multiplier / 2**shift) + zero_point), src i32."""
+
+    dst: Tile
+    src: Tile
+    multiplier: int
+    shift: int
+    zero_point: int = 0
+    rounding: str = "even"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kernel(Instr):
+    """Start of a kernel: a barrier over all queues costing the launch overhead."""
+
+    name: str
+
+
+INSTRS: tuple[type[Instr], ...] = (
+    Load,
+    Store,
+    Matmul,
+    Move,
+    Unary,
+    Binary,
+    Reduce,
+    Transpose,
+    Requantize,
+    Kernel,
+)
+
+
+@dataclass(frozen=True)
+class Program:
+    """DRAM buffers plus an instruction stream; `lines` maps instructions to asm lines."""
+
+    buffers: tuple[Buffer, ...]
+    instrs: tuple[Instr, ...]
+    lines: tuple[int, ...] | None = field(default=None, compare=False)
+    source: str | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def buffer_map(self) -> dict[str, Buffer]:
+        return {b.name: b for b in self.buffers}
+
+    def inputs(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.role == "input"]
+
+    def outputs(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.role == "output"]
+
+
+def tiles_read(ins: Instr) -> tuple[Tile, ...]:
+    """On-chip tiles an instruction reads (accumulate-mode matmul reads its acc)."""
+    if isinstance(ins, Matmul):
+        return (ins.a, ins.b, ins.acc) if ins.mode == "accumulate" else (ins.a, ins.b)
+    if isinstance(ins, Binary):
+        return (ins.a,) if ins.b is None else (ins.a, ins.b)
+    if isinstance(ins, Load | Kernel):
+        return ()
+    return (ins.src,)  # type: ignore[attr-defined]
+
+
+def tile_written(ins: Instr) -> Tile | None:
+    """The on-chip tile an instruction writes, if any."""
+    if isinstance(ins, Matmul):
+        return ins.acc
+    if isinstance(ins, Store | Kernel):
+        return None
+    return ins.dst  # type: ignore[attr-defined]

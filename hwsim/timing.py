@@ -1,0 +1,122 @@
+"""Per-instruction cycle formulas, shared by the simulator and the analytic cost model.
+
+Keeping them in one place is what lets the cost model predict the simulator: the model
+sums these same formulas over the instructions a kernel would issue. With R x C the
+array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
+
+    DMA (load/store of n bytes)   occupies its queue  I + ceil(n / B)
+                                  and the DRAM channel ceil(n / B); its data is
+                                  usable dram_latency cycles after the transfer.
+    matmul  A[m,k] @ B[k,n]       I + folds * max(m * p, R) + R + C
+        folds = ceil(k / R) * ceil(n / C)   (K and N padded up to the array)
+        p     = R*C // macs_per_cycle[dtype] (cycles per streamed row of A)
+        Each fold preloads an R x C block of B (R cycles, hidden behind the previous
+        fold's streaming when m*p >= R) and streams m rows of A; the pipeline fills
+        and drains once per instruction (R + C).
+    vector op on e elements       I + ceil(e * passes(op) / L)
+    row reduction of r x c        I + ceil(r*c / L) + ceil(log2(L))  (lane tree)
+    kernel launch                 launch_cycles
+"""
+
+from __future__ import annotations
+
+import math
+
+from .hardware import Hardware
+from .isa import (
+    Binary,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Move,
+    Reduce,
+    Requantize,
+    Store,
+    Transpose,
+    Unary,
+)
+
+# Lane passes per element: cheap ALU ops take one, transcendental ones several
+# (a short polynomial/Newton sequence on the vector unit).
+OP_PASSES: dict[str, int] = {
+    "copy": 1,
+    "neg": 1,
+    "relu": 1,
+    "scale": 1,
+    "add": 1,
+    "sub": 1,
+    "mul": 1,
+    "max": 1,
+    "min": 1,
+    "sum": 1,
+    "div": 4,
+    "reciprocal": 4,
+    "sqrt": 4,
+    "rsqrt": 4,
+    "exp": 4,
+    "tanh": 4,
+    "sigmoid": 4,
+    "gelu": 6,
+    "transpose": 1,
+    "move": 1,
+    "requantize": 2,
+}
+
+
+def dma_transfer_cycles(hw: Hardware, nbytes: int) -> int:
+    """Cycles the DRAM channel is busy moving `nbytes` (at least one)."""
+    return max(1, math.ceil(nbytes / hw.dram_bytes_per_cycle))
+
+
+def dma_cycles(hw: Hardware, nbytes: int) -> int:
+    """Cycles a load/store occupies its queue (latency comes on top, pipelined)."""
+    return hw.issue_cycles + dma_transfer_cycles(hw, nbytes)
+
+
+def matmul_folds(hw: Hardware, n: int, k: int) -> int:
+    """How many R x C blocks of B an (m,k)@(k,n) product streams through the array."""
+    return math.ceil(k / hw.array_rows) * math.ceil(n / hw.array_cols)
+
+
+def matmul_cycles(hw: Hardware, dtype: str, m: int, n: int, k: int) -> int:
+    """Cycles of one matmul instruction A[m,k] @ B[k,n] on the systolic array."""
+    stream = max(m * hw.passes(dtype), hw.array_rows)
+    return hw.issue_cycles + matmul_folds(hw, n, k) * stream + hw.array_rows + hw.array_cols
+
+
+def vector_cycles(hw: Hardware, elements: int, op: str = "copy") -> int:
+    """Cycles of one elementwise vector instruction over `elements` outputs."""
+    return hw.issue_cycles + math.ceil(elements * OP_PASSES[op] / hw.vector_lanes)
+
+
+def reduce_cycles(hw: Hardware, rows: int, cols: int) -> int:
+    """Cycles of one row reduction of a rows x cols tile into rows x 1."""
+    tree = math.ceil(math.log2(hw.vector_lanes)) if hw.vector_lanes > 1 else 0
+    return hw.issue_cycles + math.ceil(rows * cols / hw.vector_lanes) + tree
+
+
+def instruction_cost(hw: Hardware, ins: Instr) -> tuple[str, int]:
+    """(unit, cycles) of one instruction: the unit is load, store, matrix, vector or launch.
+
+    For load/store the cycles are queue occupancy; the DRAM latency comes on top.
+    """
+    match ins:
+        case Load():
+            return "load", dma_cycles(hw, ins.src.rows * ins.src.cols * ins.dst.itemsize)
+        case Store():
+            return "store", dma_cycles(hw, ins.dst.rows * ins.dst.cols * ins.src.itemsize)
+        case Matmul():
+            return "matrix", matmul_cycles(hw, ins.a.dtype, ins.a.rows, ins.b.cols, ins.a.cols)
+        case Reduce():
+            return "vector", reduce_cycles(hw, ins.src.rows, ins.src.cols)
+        case Kernel():
+            return "launch", hw.launch_cycles
+    return "vector", vector_cycles(hw, ins.dst.elements, vector_op(ins))  # type: ignore[attr-defined]
+
+
+def vector_op(ins: Instr) -> str:
+    """The OP_PASSES entry that prices a vector-unit instruction."""
+    if isinstance(ins, Unary | Binary | Reduce):
+        return ins.op
+    return {Move: "move", Transpose: "transpose", Requantize: "requantize"}[type(ins)]

@@ -1,0 +1,237 @@
+"""Static checks of a program: shapes, dtypes, buffer names, DRAM bounds, tokens.
+
+Hardware-independent (capacity checks need a `Hardware` and live in the simulator).
+Each check returns the problem as a sentence, or None, so the parser and the simulator
+can both wrap it with their own location.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .dtypes import DTYPES, is_float
+from .isa import (
+    ACTS,
+    BCASTS,
+    BINARY_OPS,
+    MODES,
+    REDUCE_OPS,
+    ROLES,
+    ROUNDINGS,
+    SPACES,
+    UNARY_OPS,
+    Binary,
+    Buffer,
+    DramRef,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Move,
+    Program,
+    Reduce,
+    Requantize,
+    Store,
+    Tile,
+    Transpose,
+    Unary,
+)
+
+INT_OPS = ("copy", "neg", "relu", "add", "sub", "mul", "max", "min", "sum")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def tile_problem(t: Tile) -> str | None:
+    if t.space not in SPACES or t.dtype not in DTYPES:
+        return f"bad tile space/dtype {t.space}/{t.dtype}"
+    if t.rows < 1 or t.cols < 1 or t.addr < 0:
+        return f"tile {t.space}@{t.addr} must have addr >= 0 and rows, cols >= 1"
+    if t.row_stride < t.cols:
+        return f"tile row stride {t.row_stride} is smaller than its {t.cols} columns"
+    if t.addr % t.itemsize:
+        return f"tile address {t.addr} is not aligned to its {t.itemsize}-byte {t.dtype} items"
+    if t.space == "acc" and t.itemsize != 4:
+        return f"accumulator tiles hold 4-byte entries (i32 or f32), not {t.dtype}"
+    return None
+
+
+def dram_problem(r: DramRef, buffers: dict[str, Buffer], write: bool) -> str | None:
+    buf = buffers.get(r.buffer)
+    if buf is None:
+        return f"unknown DRAM buffer '{r.buffer}'; declare it in the header"
+    if r.rows < 1 or r.cols < 1 or r.offset < 0 or r.stride < 0:
+        return "DRAM access needs rows, cols >= 1 and offset, stride >= 0"
+    if write and r.rows > 1 and r.stride < r.cols:
+        return f"store row stride {r.stride} is smaller than its {r.cols} columns"
+    if r.end > buf.size:
+        return (
+            f"out-of-bounds DRAM access: {r.buffer}[{r.offset}:{r.rows}x{r.cols}/{r.stride}] "
+            f"reaches element {r.end} of a buffer of {buf.size}"
+        )
+    return None
+
+
+def _shape(t: Tile) -> tuple[int, int]:
+    return (t.rows, t.cols)
+
+
+def _same(*tiles: Tile) -> str | None:
+    shapes = {_shape(t) for t in tiles}
+    if len(shapes) > 1:
+        return "shape mismatch: " + ", ".join(f"{t.rows}x{t.cols}" for t in tiles)
+    return None
+
+
+def _load(ins: Load, bufs: dict[str, Buffer]) -> str | None:
+    if (p := dram_problem(ins.src, bufs, False)) is not None:
+        return p
+    if bufs[ins.src.buffer].dtype != ins.dst.dtype:
+        return f"load from {bufs[ins.src.buffer].dtype} buffer into {ins.dst.dtype} tile"
+    if ins.src.rows > ins.dst.rows or ins.src.cols > ins.dst.cols:
+        return f"load of {ins.src.rows}x{ins.src.cols} does not fit a {ins.dst.rows}x{ins.dst.cols} tile"
+    return None
+
+
+def _store(ins: Store, bufs: dict[str, Buffer]) -> str | None:
+    if (p := dram_problem(ins.dst, bufs, True)) is not None:
+        return p
+    if bufs[ins.dst.buffer].dtype != ins.src.dtype:
+        return f"store of {ins.src.dtype} tile into {bufs[ins.dst.buffer].dtype} buffer"
+    if ins.dst.rows > ins.src.rows or ins.dst.cols > ins.src.cols:
+        return f"store of {ins.dst.rows}x{ins.dst.cols} from a {ins.src.rows}x{ins.src.cols} tile"
+    return None
+
+
+def _matmul(ins: Matmul) -> str | None:
+    a, b, acc = ins.a, ins.b, ins.acc
+    if ins.mode not in MODES:
+        return f"matmul mode must be one of {', '.join(MODES)}"
+    if a.space != "sram" or b.space != "sram" or acc.space != "acc":
+        return "matmul reads a and b from sram and writes the accumulator"
+    if a.dtype != b.dtype or a.dtype not in ("i8", "bf16", "f32"):
+        return f"matmul inputs must share dtype i8, bf16 or f32; got {a.dtype}, {b.dtype}"
+    want = "i32" if a.dtype == "i8" else "f32"
+    if acc.dtype != want:
+        return f"matmul of {a.dtype} accumulates in {want}, not {acc.dtype}"
+    if a.cols != b.rows or acc.rows != a.rows or acc.cols != b.cols:
+        return f"matmul shapes {a.rows}x{a.cols} @ {b.rows}x{b.cols} -> {acc.rows}x{acc.cols}"
+    return None
+
+
+def _unary(ins: Unary) -> str | None:
+    if ins.op not in UNARY_OPS:
+        return f"unknown unary op '{ins.op}'"
+    if (ins.imm is None) == (ins.op == "scale"):
+        return "unary.scale needs an immediate and other unary ops take none"
+    if not is_float(ins.src.dtype) and ins.op not in INT_OPS:
+        return f"unary.{ins.op} needs a float source; convert {ins.src.dtype} with unary.copy"
+    return _same(ins.dst, ins.src)
+
+
+def _binary(ins: Binary) -> str | None:
+    a, b = ins.a, ins.b
+    if ins.op not in BINARY_OPS or ins.bcast not in BCASTS:
+        return f"unknown binary op '{ins.op}' or bcast '{ins.bcast}'"
+    if (b is None) == (ins.imm is None):
+        return "binary takes either a second tile or an immediate"
+    if not is_float(a.dtype) and ins.op not in INT_OPS:
+        return f"binary.{ins.op} needs float operands"
+    if b is None:
+        if ins.bcast != "none":
+            return "an immediate operand cannot be broadcast"
+        if not is_float(a.dtype) and not float(ins.imm).is_integer():  # type: ignore[arg-type]
+            return "integer binary ops need an integral immediate"
+        return _same(ins.dst, a)
+    if is_float(a.dtype) != is_float(b.dtype):
+        return f"binary operands must both be float or both integer: {a.dtype}, {b.dtype}"
+    want = {"none": _shape(a), "row": (1, a.cols), "col": (a.rows, 1)}[ins.bcast]
+    if _shape(b) != want:
+        return f"bcast={ins.bcast} needs b of {want[0]}x{want[1]}, got {b.rows}x{b.cols}"
+    return _same(ins.dst, a)
+
+
+def _requantize(ins: Requantize) -> str | None:
+    if ins.src.dtype != "i32" or ins.dst.dtype != "i8":
+        return f"requantize maps i32 to i8, not {ins.src.dtype} to {ins.dst.dtype}"
+    if not 0 <= ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
+        return "requantize needs 0 <= multiplier < 2**31 and 0 <= shift <= 62"
+    if not -128 <= ins.zero_point <= 127 or ins.rounding not in ROUNDINGS:
+        return f"requantize needs zero_point in [-128, 127] and rounding in {ROUNDINGS}"
+    return _same(ins.dst, ins.src)
+
+
+_TOKEN_NAME = re.compile(r"[^\s,=#]+")
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _token_problem(tokens: tuple[str, ...]) -> str | None:
+    for tok in tokens:
+        if not _TOKEN_NAME.fullmatch(tok):
+            return f"bad token name {tok!r}"
+    return None
+
+
+def _tokens_problem(ins: Instr) -> str | None:
+    return _token_problem(ins.wait) or _token_problem(ins.signal)
+
+
+def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
+    """The first thing wrong with one instruction, or None."""
+    for t in _tiles(ins):
+        if (p := tile_problem(t)) is not None:
+            return p
+    if (p := _tokens_problem(ins)) is not None:
+        return p
+    match ins:
+        case Load():
+            return _load(ins, buffers)
+        case Store():
+            return _store(ins, buffers)
+        case Matmul():
+            return _matmul(ins)
+        case Move():
+            return _same(ins.dst, ins.src) if ins.act in ACTS else f"unknown act '{ins.act}'"
+        case Unary():
+            return _unary(ins)
+        case Binary():
+            return _binary(ins)
+        case Reduce():
+            if ins.op not in REDUCE_OPS:
+                return f"unknown reduction '{ins.op}'"
+            return None if _shape(ins.dst) == (ins.src.rows, 1) else "reduce writes rows x 1"
+        case Transpose():
+            ok = _shape(ins.dst) == (ins.src.cols, ins.src.rows)
+            return None if ok else "transpose of r x c writes c x r"
+        case Requantize():
+            return _requantize(ins)
+        case Kernel():
+            bad = not ins.name or any(c.isspace() for c in ins.name)
+            return "kernel name must be one non-empty word" if bad else None
+    return f"unknown instruction {type(ins).__name__}"
+
+
+def _tiles(ins: Instr) -> list[Tile]:
+    return [v for v in vars(ins).values() if isinstance(v, Tile)]
+
+
+def program_problems(program: Program) -> list[tuple[int, str]]:
+    """(instruction index, problem) for every bad instruction; index -1 for the header."""
+    out: list[tuple[int, str]] = []
+    names: set[str] = set()
+    for b in program.buffers:
+        if b.name in names:
+            out.append((-1, f"buffer '{b.name}' declared twice"))
+        names.add(b.name)
+        if b.dtype not in DTYPES or b.role not in ROLES or any(d < 1 for d in b.shape):
+            out.append((-1, f"buffer '{b.name}' needs a dtype, a role and positive dims"))
+    bufs = program.buffer_map
+    for i, ins in enumerate(program.instrs):
+        if (p := instr_problem(ins, bufs)) is not None:
+            out.append((i, p))
+    signalled = {t for ins in program.instrs for t in ins.signal}
+    for i, ins in enumerate(program.instrs):
+        for t in ins.wait:
+            if t not in signalled:
+                out.append((i, f"deadlock: waits on token '{t}' that no instruction signals"))
+    return out
