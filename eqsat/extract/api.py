@@ -1,0 +1,28 @@
+"""One entry point that picks an extractor by name, for the CLI and the pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from eqsat.extract.egraph import EGraph
+from eqsat.extract.errors import ExtractError
+from eqsat.extract.greedy import greedy_extract
+from eqsat.extract.ilp import ilp_extract
+from eqsat.extract.result import Extraction
+
+EXTRACTORS = ("greedy", "ilp")
+
+
+def extract(
+    egraph: EGraph,
+    extractor: str = "greedy",
+    roots: Iterable[str] | None = None,
+    *,
+    time_limit: float | None = 60.0,
+) -> Extraction:
+    """Extract with ``extractor`` ("greedy", the default, or "ilp") from ``roots``."""
+    if extractor == "greedy":
+        return greedy_extract(egraph, roots)
+    if extractor == "ilp":
+        return ilp_extract(egraph, roots, time_limit=time_limit)
+    raise ExtractError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")

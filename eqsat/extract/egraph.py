@@ -1,0 +1,473 @@
+"""The serialized e-graph as flat arrays.
+
+Extraction runs on the egraph-serialize JSON format (what egglog's
+``serialize(...).to_json()`` writes and extraction-gym reads) so that any extractor
+also works on e-graphs that did not come from us. Node ids and class ids stay
+strings at the boundary; inside, nodes are ``0..n_nodes-1`` and classes
+``0..n_classes-1`` so that the extractors can use lists and numpy arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from eqsat.extract.errors import EGraphFormatError, ExtractError, NoTermError
+
+_PYTHON_SOURCE = "<python>"
+
+
+class NodeSpec(NamedTuple):
+    """One e-node built in Python; ``children`` are class ids (a class stands for its nodes)."""
+
+    id: str
+    op: str
+    eclass: str
+    children: Sequence[str] = ()
+    cost: float = 1.0
+    subsumed: bool = False
+
+
+class UnknownClassError(ExtractError, LookupError):
+    """A class id given by the caller (a root, a choice) is not in the e-graph."""
+
+
+class EGraph:
+    """An immutable e-graph: nodes with an op, a class, child classes and a cost.
+
+    ``costs`` is independent of how the graph was built: ``with_costs`` swaps in the
+    costs of a hardware model without touching the structure.
+    """
+
+    def __init__(
+        self,
+        *,
+        node_ids: Sequence[str],
+        ops: Sequence[str],
+        class_ids: Sequence[str],
+        node_class: np.ndarray,
+        child_ptr: np.ndarray,
+        child_class: np.ndarray,
+        costs: np.ndarray,
+        subsumed: np.ndarray,
+        roots: Sequence[int],
+        class_data: Mapping[str, Any],
+        source: str,
+    ) -> None:
+        self.node_ids: tuple[str, ...] = tuple(node_ids)
+        self.ops: tuple[str, ...] = tuple(ops)
+        self.class_ids: tuple[str, ...] = tuple(class_ids)
+        self.node_class = _frozen(node_class, np.int64)
+        self.child_ptr = _frozen(child_ptr, np.int64)
+        self.child_class = _frozen(child_class, np.int64)
+        self.costs = _frozen(costs, np.float64)
+        self.subsumed = _frozen(subsumed, np.bool_)
+        self.roots: tuple[int, ...] = tuple(int(r) for r in roots)
+        self.class_data: dict[str, Any] = dict(class_data)
+        self.source = source
+        self.class_index: dict[str, int] = {c: i for i, c in enumerate(self.class_ids)}
+
+    # ------------------------------------------------------------------ sizes
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_ids)
+
+    def __repr__(self) -> str:
+        return f"EGraph({self.source!r}, {self.n_nodes} nodes, {self.n_classes} classes)"
+
+    # ---------------------------------------------------------- derived views
+
+    @cached_property
+    def node_index(self) -> dict[str, int]:
+        """Node id -> node index."""
+        return {n: i for i, n in enumerate(self.node_ids)}
+
+    def children(self, node: int) -> tuple[int, ...]:
+        """Child classes of ``node`` in argument order (repeats kept, as the term needs them)."""
+        lo, hi = self.child_ptr[node], self.child_ptr[node + 1]
+        return tuple(self.child_class[lo:hi].tolist())
+
+    @cached_property
+    def child_sets(self) -> list[tuple[int, ...]]:
+        """Distinct child classes per node: what DAG cost and constraints care about."""
+        ptr = self.child_ptr.tolist()
+        flat = self.child_class.tolist()
+        return [tuple(sorted(set(flat[ptr[i] : ptr[i + 1]]))) for i in range(self.n_nodes)]
+
+    @cached_property
+    def class_nodes(self) -> list[list[int]]:
+        """Nodes of each class, in node order."""
+        out: list[list[int]] = [[] for _ in range(self.n_classes)]
+        for n, c in enumerate(self.node_class.tolist()):
+            out[c].append(n)
+        return out
+
+    @cached_property
+    def parents(self) -> list[list[int]]:
+        """For each class, the nodes that have it as a child (each node listed once)."""
+        out: list[list[int]] = [[] for _ in range(self.n_classes)]
+        for n, kids in enumerate(self.child_sets):
+            for c in kids:
+                out[c].append(n)
+        return out
+
+    @cached_property
+    def usable(self) -> np.ndarray:
+        """Nodes an extractor may choose: not subsumed and of finite cost."""
+        mask = ~self.subsumed & np.isfinite(self.costs)
+        mask.flags.writeable = False
+        return mask
+
+    # ------------------------------------------------------------------ roots
+
+    def class_of(self, class_id: str) -> int:
+        """Class index of ``class_id``; a typed error names the missing id."""
+        try:
+            return self.class_index[str(class_id)]
+        except KeyError:
+            raise UnknownClassError(f"{self.source}: no e-class {class_id!r}") from None
+
+    def default_roots(self) -> list[int]:
+        """Roots when the caller names none.
+
+        The stored ``root_eclasses`` if any; else the classes egglog marks as a
+        ``let`` binding in ``class_data``; else the classes that no node uses.
+        """
+        if self.roots:
+            return list(self.roots)
+        lets = [
+            self.class_index[c]
+            for c, data in self.class_data.items()
+            if isinstance(data, Mapping) and "let" in data and c in self.class_index
+        ]
+        if lets:
+            return sorted(lets)
+        used = np.zeros(self.n_classes, dtype=bool)
+        used[self.child_class] = True
+        tops = np.flatnonzero(~used).tolist()
+        if not tops:
+            raise NoTermError(
+                f"{self.source}: no root classes stored and every class is used by a node; "
+                "name the roots explicitly"
+            )
+        return tops
+
+    def resolve_roots(self, roots: Iterable[str] | None) -> list[int]:
+        """Class indices of ``roots`` (ids), or of ``default_roots()`` when None/empty."""
+        ids = list(roots) if roots is not None else []
+        if not ids:
+            return self.default_roots()
+        return sorted({self.class_of(r) for r in ids})
+
+    def reachable_classes(
+        self, roots: Iterable[int], node_mask: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Classes reachable from ``roots`` through any node in ``node_mask`` (default: usable)."""
+        mask = (self.usable if node_mask is None else node_mask).tolist()
+        seen = [False] * self.n_classes
+        stack = list(roots)
+        for r in stack:
+            seen[r] = True
+        class_nodes, kids = self.class_nodes, self.child_sets
+        while stack:
+            c = stack.pop()
+            for n in class_nodes[c]:
+                if mask[n]:
+                    for d in kids[n]:
+                        if not seen[d]:
+                            seen[d] = True
+                            stack.append(d)
+        return np.array(seen, dtype=bool)
+
+    # ------------------------------------------------------------ new graphs
+
+    def with_costs(self, costs: Sequence[float] | np.ndarray | Mapping[str, float]) -> EGraph:
+        """Same structure, new node costs: a full array (by node index) or {node id: cost}."""
+        if isinstance(costs, Mapping):
+            new = self.costs.copy()
+            index = self.node_index
+            for nid, value in costs.items():
+                if nid not in index:
+                    raise EGraphFormatError(self.source, f"cost given for unknown node {nid!r}")
+                new[index[nid]] = _check_cost(value, self.source, nid)
+        else:
+            new = np.asarray(costs, dtype=np.float64)
+            if new.shape != (self.n_nodes,):
+                raise EGraphFormatError(
+                    self.source, f"expected {self.n_nodes} costs, got shape {new.shape}"
+                )
+            bad = np.isnan(new) | (new < 0)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise EGraphFormatError(
+                    self.source, f"node {self.node_ids[i]!r}: cost {new[i]} is not >= 0"
+                )
+        return self._replace(costs=new)
+
+    def with_roots(self, roots: Iterable[str]) -> EGraph:
+        """Same graph with the given root class ids stored."""
+        return self._replace(roots=sorted({self.class_of(r) for r in roots}))
+
+    def _replace(self, **changes: Any) -> EGraph:
+        fields = {
+            "node_ids": self.node_ids,
+            "ops": self.ops,
+            "class_ids": self.class_ids,
+            "node_class": self.node_class,
+            "child_ptr": self.child_ptr,
+            "child_class": self.child_class,
+            "costs": self.costs,
+            "subsumed": self.subsumed,
+            "roots": self.roots,
+            "class_data": self.class_data,
+            "source": self.source,
+        }
+        fields.update(changes)
+        return EGraph(**fields)
+
+    # ------------------------------------------------------------ building
+
+    @classmethod
+    def from_nodes(
+        cls,
+        nodes: Iterable[NodeSpec | tuple[Any, ...]],
+        roots: Iterable[str] = (),
+        *,
+        class_data: Mapping[str, Any] | None = None,
+        source: str = _PYTHON_SOURCE,
+    ) -> EGraph:
+        """Build from Python node specs (children given as class ids)."""
+        specs = [n if isinstance(n, NodeSpec) else NodeSpec(*n) for n in nodes]
+        return _assemble(
+            node_ids=[str(s.id) for s in specs],
+            ops=[str(s.op) for s in specs],
+            eclasses=[str(s.eclass) for s in specs],
+            children=[[str(c) for c in s.children] for s in specs],
+            costs=[_check_cost(s.cost, source, s.id) for s in specs],
+            subsumed=[bool(s.subsumed) for s in specs],
+            roots=[str(r) for r in roots],
+            class_data=dict(class_data or {}),
+            source=source,
+        )
+
+    @classmethod
+    def from_classes(
+        cls,
+        classes: Mapping[str, Sequence[tuple[str, Sequence[str], float]]],
+        roots: Iterable[str] = (),
+        *,
+        source: str = _PYTHON_SOURCE,
+    ) -> EGraph:
+        """Compact form for tests: {class: [(op, child classes, cost), ...]}; node ids ``class.i``."""
+        specs = [
+            NodeSpec(f"{c}.{i}", op, c, tuple(kids), cost)
+            for c, members in classes.items()
+            for i, (op, kids, cost) in enumerate(members)
+        ]
+        return cls.from_nodes(specs, roots, source=source)
+
+    @classmethod
+    def from_json_dict(cls, data: Any, source: str = "<json>") -> EGraph:
+        """Build from parsed egraph-serialize JSON; faults raise EGraphFormatError."""
+        return _from_json_dict(data, source)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<json>") -> EGraph:
+        """Build from egraph-serialize JSON text."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EGraphFormatError(
+                source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        return _from_json_dict(data, source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> EGraph:
+        """Read an egraph-serialize JSON file."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise EGraphFormatError(str(path), f"cannot read file: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise EGraphFormatError(str(path), "file is not UTF-8 text") from None
+        return cls.from_json(text, source=str(path))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The egraph-serialize form; a child class is written as its first node's id."""
+        rep = [self.node_ids[ns[0]] for ns in self.class_nodes]
+        nodes = {}
+        for i, nid in enumerate(self.node_ids):
+            nodes[nid] = {
+                "op": self.ops[i],
+                "children": [rep[c] for c in self.children(i)],
+                "eclass": self.class_ids[int(self.node_class[i])],
+                "cost": float(self.costs[i]),
+                "subsumed": bool(self.subsumed[i]),
+            }
+        out: dict[str, Any] = {
+            "nodes": nodes,
+            "root_eclasses": [self.class_ids[r] for r in self.roots],
+        }
+        if self.class_data:
+            out["class_data"] = self.class_data
+        return out
+
+
+def load_egraph(path: str | Path) -> EGraph:
+    """Read an egraph-serialize JSON file (same as ``EGraph.load``)."""
+    return EGraph.load(path)
+
+
+# ---------------------------------------------------------------- internals
+
+
+def _frozen(values: Any, dtype: Any) -> np.ndarray:
+    arr = np.array(values, dtype=dtype)
+    arr.flags.writeable = False
+    return arr
+
+
+def _check_cost(value: Any, source: str, node: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise EGraphFormatError(source, f"node {node!r}: cost must be a number, got {value!r}")
+    cost = float(value)
+    if math.isnan(cost) or cost < 0:
+        raise EGraphFormatError(source, f"node {node!r}: cost must be >= 0, got {value!r}")
+    return cost
+
+
+def _as_id(value: Any, source: str, what: str) -> str:
+    # egraph-serialize ids are strings; integers are accepted as their decimal text.
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise EGraphFormatError(source, f"{what} must be a string id, got {value!r}")
+
+
+def _from_json_dict(data: Any, source: str) -> EGraph:
+    if not isinstance(data, dict):
+        raise EGraphFormatError(source, "top level must be a JSON object with a 'nodes' field")
+    raw_nodes = data.get("nodes")
+    if raw_nodes is None:
+        raise EGraphFormatError(source, "missing field 'nodes'")
+    if not isinstance(raw_nodes, dict):
+        raise EGraphFormatError(source, "'nodes' must be an object {node id: node}")
+    node_ids: list[str] = []
+    ops: list[str] = []
+    eclasses: list[str] = []
+    child_nodes: list[list[str]] = []
+    costs: list[float] = []
+    subsumed: list[bool] = []
+    for nid, node in raw_nodes.items():
+        where = f"node {nid!r}"
+        if not isinstance(node, dict):
+            raise EGraphFormatError(source, f"{where} must be an object")
+        for name in ("op", "eclass"):
+            if name not in node:
+                raise EGraphFormatError(source, f"{where}: missing field {name!r}")
+        op = node["op"]
+        if not isinstance(op, str):
+            raise EGraphFormatError(source, f"{where}: 'op' must be a string, got {op!r}")
+        kids = node.get("children", [])
+        if not isinstance(kids, list):
+            raise EGraphFormatError(source, f"{where}: 'children' must be a list of node ids")
+        flag = node.get("subsumed", False)
+        if not isinstance(flag, bool):
+            raise EGraphFormatError(source, f"{where}: 'subsumed' must be true or false")
+        node_ids.append(nid)
+        ops.append(op)
+        eclasses.append(_as_id(node["eclass"], source, f"{where}: 'eclass'"))
+        child_nodes.append([_as_id(k, source, f"{where}: child") for k in kids])
+        costs.append(_check_cost(node.get("cost", 1.0), source, nid))
+        subsumed.append(flag)
+    class_of_node = dict(zip(node_ids, eclasses, strict=True))
+    children: list[list[str]] = []
+    for nid, kids in zip(node_ids, child_nodes, strict=True):
+        row = []
+        for k in kids:
+            if k not in class_of_node:
+                raise EGraphFormatError(source, f"node {nid!r}: child {k!r} is not a node")
+            row.append(class_of_node[k])
+        children.append(row)
+    roots = data.get("root_eclasses", [])
+    if not isinstance(roots, list):
+        raise EGraphFormatError(source, "'root_eclasses' must be a list of class ids")
+    class_data = data.get("class_data", {})
+    if class_data is None:
+        class_data = {}
+    if not isinstance(class_data, dict):
+        raise EGraphFormatError(source, "'class_data' must be an object {class id: data}")
+    return _assemble(
+        node_ids=node_ids,
+        ops=ops,
+        eclasses=eclasses,
+        children=children,
+        costs=costs,
+        subsumed=subsumed,
+        roots=[_as_id(r, source, "root class") for r in roots],
+        class_data=class_data,
+        source=source,
+    )
+
+
+def _assemble(
+    *,
+    node_ids: list[str],
+    ops: list[str],
+    eclasses: list[str],
+    children: list[list[str]],
+    costs: list[float],
+    subsumed: list[bool],
+    roots: list[str],
+    class_data: dict[str, Any],
+    source: str,
+) -> EGraph:
+    if len(set(node_ids)) != len(node_ids):
+        seen: set[str] = set()
+        dup = next(n for n in node_ids if n in seen or seen.add(n))
+        raise EGraphFormatError(source, f"duplicate node id {dup!r}")
+    class_index: dict[str, int] = {}
+    for c in eclasses:
+        class_index.setdefault(c, len(class_index))
+    ptr = np.zeros(len(node_ids) + 1, dtype=np.int64)
+    flat: list[int] = []
+    for i, kids in enumerate(children):
+        for k in kids:
+            if k not in class_index:
+                raise EGraphFormatError(
+                    source, f"node {node_ids[i]!r}: child class {k!r} has no nodes"
+                )
+            flat.append(class_index[k])
+        ptr[i + 1] = len(flat)
+    root_idx = []
+    for r in roots:
+        if r not in class_index:
+            raise EGraphFormatError(source, f"root class {r!r} has no nodes")
+        root_idx.append(class_index[r])
+    return EGraph(
+        node_ids=node_ids,
+        ops=ops,
+        class_ids=list(class_index),
+        node_class=np.array([class_index[c] for c in eclasses], dtype=np.int64),
+        child_ptr=ptr,
+        child_class=np.array(flat, dtype=np.int64),
+        costs=np.array(costs, dtype=np.float64),
+        subsumed=np.array(subsumed, dtype=bool),
+        roots=sorted(set(root_idx)),
+        class_data=class_data,
+        source=source,
+    )

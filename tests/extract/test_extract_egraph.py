@@ -1,0 +1,121 @@
+"""Loading the egraph-serialize format, building in Python, and format errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from extract_helpers import DATA
+
+from eqsat.extract import EGraph, EGraphFormatError, NodeSpec, UnknownClassError, load_egraph
+
+
+def test_load_shared_subterm_file() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    assert g.n_nodes == 6
+    assert set(g.class_ids) == {"S", "A", "B", "R"}
+    assert [g.class_ids[r] for r in g.roots] == ["R"]
+    root = g.node_index["root"]
+    assert g.ops[root] == "f"
+    assert [g.class_ids[c] for c in g.children(root)] == ["A", "B"]
+    assert g.costs.tolist() == [4.0, 4.0, 1.0, 4.0, 1.0, 1.0]
+
+
+def test_optional_fields_default_like_egraph_serialize() -> None:
+    g = EGraph.from_json('{"nodes": {"a": {"op": "a", "eclass": "A"}}}')
+    assert g.costs.tolist() == [1.0]
+    assert g.children(0) == ()
+    assert not g.subsumed[0]
+    assert g.roots == ()
+    assert g.default_roots() == [0]  # no stored roots, no lets: classes nothing uses
+
+
+def test_default_roots_prefer_let_bindings() -> None:
+    g = load_egraph(DATA / "cycle.json").with_roots([])
+    assert g.roots == ()
+    assert [g.class_ids[c] for c in g.default_roots()] == ["X"]
+
+
+def test_from_nodes_and_json_round_trip() -> None:
+    g = EGraph.from_nodes(
+        [
+            NodeSpec("x", "x", "X", (), 2.0),
+            NodeSpec("m", "mul", "M", ("X", "X"), 3.0),
+            NodeSpec("m2", "shl", "M", ("X",), 1.0, subsumed=True),
+        ],
+        roots=["M"],
+    )
+    again = EGraph.from_json(json.dumps(g.to_json_dict()))
+    assert again.node_ids == g.node_ids
+    assert again.class_ids == g.class_ids
+    assert again.child_class.tolist() == g.child_class.tolist()
+    assert again.costs.tolist() == [2.0, 3.0, 1.0]
+    assert again.subsumed.tolist() == [False, False, True]
+    assert again.roots == g.roots
+    assert g.child_sets[1] == (g.class_index["X"],)  # repeats dropped for DAG purposes
+
+
+def test_with_costs_replaces_costs_only() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    h = g.with_costs(np.arange(6, dtype=float))
+    assert h.costs.tolist() == [0, 1, 2, 3, 4, 5]
+    assert g.costs.tolist() == [4.0, 4.0, 1.0, 4.0, 1.0, 1.0]
+    assert h.child_class.tolist() == g.child_class.tolist()
+    k = g.with_costs({"s": 0.5})
+    assert k.costs[g.node_index["s"]] == 0.5
+    with pytest.raises(EGraphFormatError, match="expected 6 costs"):
+        g.with_costs([1.0])
+    with pytest.raises(EGraphFormatError, match="unknown node"):
+        g.with_costs({"nope": 1.0})
+    with pytest.raises(EGraphFormatError, match=">= 0"):
+        g.with_costs([-1.0] * 6)
+
+
+def test_unknown_root_is_typed() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    with pytest.raises(UnknownClassError, match="'Q'"):
+        g.resolve_roots(["Q"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "invalid JSON at line 1"),
+        ("[1, 2]", "top level must be a JSON object"),
+        ("{}", "missing field 'nodes'"),
+        ('{"nodes": []}', "'nodes' must be an object"),
+        ('{"nodes": {"a": 3}}', "node 'a' must be an object"),
+        ('{"nodes": {"a": {"eclass": "A"}}}', "node 'a': missing field 'op'"),
+        ('{"nodes": {"a": {"op": "a"}}}', "node 'a': missing field 'eclass'"),
+        ('{"nodes": {"a": {"op": 1, "eclass": "A"}}}', "'op' must be a string"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A", "children": "b"}}}', "'children' must be"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A", "children": ["b"]}}}', "child 'b' is not"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A", "cost": "1"}}}', "cost must be a number"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A", "cost": -1}}}', "cost must be >= 0"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A", "subsumed": 1}}}', "'subsumed' must be"),
+        ('{"nodes": {"a": {"op": "a", "eclass": [1]}}}', "'eclass' must be a string id"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "root_eclasses": "A"}', "root_eclasses"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "root_eclasses": ["B"]}', "'B' has no"),
+        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "class_data": []}', "'class_data'"),
+    ],
+)
+def test_malformed_json_raises_typed_error_with_source(text: str, message: str, tmp_path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(EGraphFormatError, match=message) as info:
+        load_egraph(path)
+    assert str(path) in str(info.value)
+    assert info.value.source == str(path)
+
+
+def test_missing_file_is_typed(tmp_path) -> None:
+    with pytest.raises(EGraphFormatError, match="cannot read file"):
+        load_egraph(tmp_path / "absent.json")
+
+
+def test_python_child_class_without_nodes() -> None:
+    with pytest.raises(EGraphFormatError, match="child class 'Z' has no nodes"):
+        EGraph.from_nodes([NodeSpec("a", "f", "A", ("Z",))])
+    with pytest.raises(EGraphFormatError, match="duplicate node id 'a'"):
+        EGraph.from_nodes([NodeSpec("a", "f", "A"), NodeSpec("a", "g", "B")])
