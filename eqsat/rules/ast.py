@@ -1,0 +1,171 @@
+"""Syntax tree of a rules file. Every node carries the position of the token an error
+about it should point at (1-based line and column)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int
+    col: int
+
+
+# ------------------------------------------------------------------ terms
+# Patterns (LHS) and templates (RHS) share one syntax.
+
+
+@dataclass(frozen=True)
+class Var:
+    """A tensor (Op e-class) variable: a lowercase name not followed by `(`."""
+
+    name: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Wildcard:
+    """`_`: matches anything, binds nothing."""
+
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class AttrArg:
+    key: str
+    value: Expr
+    pos: Pos  # of the key
+    value_pos: Pos
+
+
+@dataclass(frozen=True)
+class Call:
+    op: str
+    args: tuple[Term, ...]
+    attrs: tuple[AttrArg, ...]
+    pos: Pos  # of the op name
+
+
+Term = Var | Wildcard | Call
+
+
+# ------------------------------------------------------------ expressions
+# Attribute values and guards.
+
+
+@dataclass(frozen=True)
+class IntLit:
+    value: int
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class FloatLit:
+    value: float
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class BoolLit:
+    value: bool
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Name:
+    """A bare name in an expression: an attribute variable, a dtype literal (f32...),
+    `_`, or (in comparisons like `a != b`) a tensor variable. The checker decides."""
+
+    name: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ListLit:
+    items: tuple[Expr, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # + - * / %
+    left: Expr
+    right: Expr
+    pos: Pos  # of the operator
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Expr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Func:
+    """rank(x), dim(x, i), shape(x), dtype(x)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    pos: Pos
+
+
+Expr = IntLit | FloatLit | BoolLit | Name | ListLit | BinOp | Neg | Func
+
+
+# ------------------------------------------------------------------ rules
+
+
+@dataclass(frozen=True)
+class Item:
+    """One entry of a rule side: `name = term` (a root / a new binding) or a term."""
+
+    name: str | None
+    name_pos: Pos | None
+    term: Term
+
+    @property
+    def pos(self) -> Pos:
+        return self.name_pos or term_pos(self.term)
+
+
+@dataclass(frozen=True)
+class Guard:
+    op: str  # == != < <= > >=
+    left: Expr
+    right: Expr
+    pos: Pos  # of the comparison operator
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    name: str
+    pos: Pos
+    lhs: tuple[Item, ...]
+    arrow: str  # "=>" or "<=>"
+    arrow_pos: Pos
+    rhs: tuple[Item, ...]
+    guards: tuple[Guard, ...] = ()
+    approx: float | None = None
+    doc: str | None = None
+
+    @property
+    def bidirectional(self) -> bool:
+        return self.arrow == "<=>"
+
+
+@dataclass(frozen=True)
+class RulesFile:
+    path: str
+    ruleset: str
+    ruleset_pos: Pos | None  # the header's name, None when defaulted to the file stem
+    rules: tuple[RuleDecl, ...]
+    source: str
+
+
+def term_pos(term: Term) -> Pos:
+    return term.pos
+
+
+def expr_pos(expr: Expr) -> Pos:
+    return expr.pos

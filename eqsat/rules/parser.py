@@ -1,0 +1,266 @@
+"""Rules text -> syntax tree (eqsat.rules.ast), syntax errors as RuleSyntaxError.
+
+The grammar is rules.lark (LALR with positions). Doc comments are not tokens: the
+`#` line directly above a rule's name is read from the source text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from eqsat.errors import UserError
+from eqsat.rules import ast
+from eqsat.rules.errors import RuleSyntaxError
+
+KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+_TERMINAL_WORDS = {
+    "RULE_NAME": "a rule name followed by ':'",
+    "RULESET_NAME": "a ruleset name",
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "ARROW": "'=>' or '<=>'",
+    "CMP": "a comparison (== != < <= > >=)",
+    "ADDOP": "'+' or '-'",
+    "MULOP": "'*', '/' or '%'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "COLON": "':'",
+    "EQUAL": "'='",
+    "MINUS": "'-'",
+    "IF": "'if'",
+    "APPROX": "'approx'",
+    "RULESET": "'ruleset'",
+    "TRUE": "'true'",
+    "FALSE": "'false'",
+    "$END": "end of file",
+}
+
+
+@cache
+def _lark() -> Lark:
+    grammar = resources.files("eqsat.rules").joinpath("rules.lark").read_text()
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _pos(tok) -> ast.Pos:
+    return ast.Pos(getattr(tok, "line", 0) or 0, getattr(tok, "column", 0) or 0)
+
+
+class _Positioned(Exception):
+    def __init__(self, message: str, pos: ast.Pos):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    def start(self, meta, children):
+        header, *rules = children
+        return header, tuple(rules)
+
+    def header(self, meta, children):
+        return children[0]
+
+    def rule(self, meta, children):
+        name, lhs, arrow, rhs, guards, approx = children
+        if not KEBAB.fullmatch(str(name)):
+            raise _Positioned(
+                f"rule name '{name}' is not kebab-case; write it like 'add-zero' "
+                "(lowercase words joined by '-')",
+                _pos(name),
+            )
+        return ast.RuleDecl(
+            name=str(name),
+            pos=_pos(name),
+            lhs=lhs,
+            arrow=str(arrow),
+            arrow_pos=_pos(arrow),
+            rhs=rhs,
+            guards=tuple(guards or ()),
+            approx=approx,
+        )
+
+    def side(self, meta, children):
+        return tuple(c if isinstance(c, ast.Item) else ast.Item(None, None, c) for c in children)
+
+    def named(self, meta, children):
+        name, term = children
+        return ast.Item(str(name), _pos(name), term)
+
+    def call(self, meta, children):
+        name, *args = children
+        args = [a for a in args if a is not None]
+        operands = tuple(a for a in args if not isinstance(a, ast.AttrArg))
+        attrs = tuple(a for a in args if isinstance(a, ast.AttrArg))
+        seen_attr = False
+        for a in args:
+            if isinstance(a, ast.AttrArg):
+                seen_attr = True
+            elif seen_attr:
+                raise _Positioned("operands must come before keyword attributes", a.pos)
+        return ast.Call(str(name), operands, attrs, _pos(name))
+
+    def ref(self, meta, children):
+        tok = children[0]
+        if str(tok) == "_":
+            return ast.Wildcard(_pos(tok))
+        return ast.Var(str(tok), _pos(tok))
+
+    def kwarg(self, meta, children):
+        key, value = children
+        return ast.AttrArg(str(key), value, _pos(key), value.pos)
+
+    def guards(self, meta, children):
+        return tuple(children)
+
+    def guard(self, meta, children):
+        left, op, right = children
+        return ast.Guard(str(op), left, right, _pos(op))
+
+    def approx(self, meta, children):
+        value = children[0]
+        if value.value <= 0 or value.value >= 1:
+            raise _Positioned(
+                "an approx budget is a relative error in (0, 1), e.g. 'approx 0.01'", value.pos
+            )
+        return float(value.value)
+
+    def binop(self, meta, children):
+        left, op, right = children
+        return ast.BinOp(str(op), left, right, _pos(op))
+
+    def neg(self, meta, children):
+        operand = children[0]
+        pos = ast.Pos(meta.line, meta.column)
+        if isinstance(operand, ast.IntLit):
+            return ast.IntLit(-operand.value, pos)
+        if isinstance(operand, ast.FloatLit):
+            return ast.FloatLit(-operand.value, pos)
+        return ast.Neg(operand, pos)
+
+    def number(self, meta, children):
+        tok = children[0]
+        if tok.type == "INT":
+            value = int(tok)
+            if value >= 2**63:
+                raise _Positioned(f"integer {tok} does not fit in 64 bits", _pos(tok))
+            return ast.IntLit(value, _pos(tok))
+        value = float(tok)
+        if math.isinf(value):
+            raise _Positioned(f"number {tok} is out of range", _pos(tok))
+        return ast.FloatLit(value, _pos(tok))
+
+    def true(self, meta, children):
+        return ast.BoolLit(True, ast.Pos(meta.line, meta.column))
+
+    def false(self, meta, children):
+        return ast.BoolLit(False, ast.Pos(meta.line, meta.column))
+
+    def name(self, meta, children):
+        return ast.Name(str(children[0]), _pos(children[0]))
+
+    def func(self, meta, children):
+        name, *args = children
+        return ast.Func(str(name), tuple(a for a in args if a is not None), _pos(name))
+
+    def list(self, meta, children):
+        return ast.ListLit(
+            tuple(c for c in children if c is not None), ast.Pos(meta.line, meta.column)
+        )
+
+
+def _describe_expected(expected: set[str]) -> str:
+    words = sorted(
+        {_TERMINAL_WORDS.get(e, f"'{e.lower()}'" if e.isupper() else e) for e in expected}
+    )
+    if not words or len(words) > 6:
+        return ""
+    return " (expected " + ", ".join(words) + ")"
+
+
+def _end_pos(text: str) -> tuple[int, int]:
+    lines = text.splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
+def _syntax_error(err: UnexpectedInput, text: str, file: str) -> RuleSyntaxError:
+    line, col = max(err.line, 1), max(err.column, 1)
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        message = f"unexpected character {ch!r}"
+    elif isinstance(err, UnexpectedEOF) or (
+        isinstance(err, UnexpectedToken) and err.token.type == "$END"
+    ):
+        line, col = _end_pos(text)
+        message = "unexpected end of file" + _describe_expected(set(err.expected))
+    elif isinstance(err, UnexpectedToken):
+        message = f"unexpected {err.token.value!r}" + _describe_expected(set(err.expected))
+        if "RULE_NAME" in err.expected:
+            message += "; a rule reads `name: lhs => rhs`"
+        elif err.token.type == "COLON":
+            message += "; a rule starts with its kebab-case name and ':' at a new rule"
+    else:  # pragma: no cover - lark has no other UnexpectedInput kinds
+        message = str(err).splitlines()[0]
+    return RuleSyntaxError(message, file, line, col, text)
+
+
+def _doc_above(lines: list[str], line: int) -> str | None:
+    """The comment on the line directly above `line` (1-based), without its `#`."""
+    if line < 2:
+        return None
+    above = lines[line - 2].strip()
+    if not above.startswith("#") or above.startswith("##"):  # `##` heads a section
+        return None
+    return above.lstrip("#").strip() or None
+
+
+def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
+    """Parse one rules file. The ruleset defaults to the file's stem."""
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, text, file) from None
+    try:
+        header, rules = _ToAst().transform(tree)
+    except Exception as err:  # lark wraps transformer errors in VisitError
+        inner = getattr(err, "orig_exc", err)
+        if isinstance(inner, _Positioned):
+            raise RuleSyntaxError(
+                inner.message, file, inner.pos.line, inner.pos.col, text
+            ) from None
+        raise
+    lines = text.splitlines()
+    rules = tuple(
+        ast.RuleDecl(**{**r.__dict__, "doc": _doc_above(lines, r.pos.line)}) for r in rules
+    )
+    if header is not None:
+        ruleset, ruleset_pos = str(header), _pos(header)
+    else:
+        ruleset, ruleset_pos = Path(file).stem, None
+    return ast.RulesFile(file, ruleset, ruleset_pos, rules, text)
+
+
+def parse_rules_file(path: str | Path) -> ast.RulesFile:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"{path}: cannot read rules: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise RuleSyntaxError(
+            f"the file is not UTF-8 text ({err.reason})", str(path), 1, 1
+        ) from None
+    return parse_rules(text, str(path))
