@@ -49,12 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def user_errors() -> tuple[type[Exception], ...]:
+    """Exception classes that are the user's mistake, not a bug: no traceback for these.
+
+    hwsim is a separate machine package that cannot derive from UserError.
+    """
+    from eqsat.extract.errors import ExtractError
+    from hwsim.hardware import HardwareError
+
+    return (UserError, HardwareError, ExtractError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
-    except UserError as err:
+        handler = getattr(args, "func", None) or args.handler
+        return int(handler(args) or 0)
+    except user_errors() as err:
         print(str(err), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,0 +1,206 @@
+"""`eqsat optimize`: equality saturation + hardware-cost extraction on a model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from eqsat.cli import add_dim_flag
+from eqsat.commands.common import load_model_from_args
+from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
+from eqsat.fileio import write_atomic
+from eqsat.pipeline import OptimizeResult, optimize
+from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
+from eqsat.summary import human_bytes
+from frontend import graph_to_model, print_model
+from hwsim.hardware import Hardware, load_hardware
+
+
+def add_optimize_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that optimizes (optimize, compile, simulate)."""
+    p.add_argument(
+        "--hw",
+        default=DEFAULT_HARDWARE,
+        metavar="PRESET|FILE.toml",
+        help=f"target hardware: a preset (edge, datacenter) or a TOML file (default {DEFAULT_HARDWARE})",
+    )
+    p.add_argument(
+        "--rules",
+        action="append",
+        metavar="FILE_OR_DIR",
+        help="rule file or directory of *.rules (repeatable; default: the bundled rules/)",
+    )
+    p.add_argument(
+        "--extract",
+        choices=("greedy", "ilp"),
+        default=DEFAULT_EXTRACTOR,
+        help="extractor: greedy DAG (default) or exact ILP (HiGHS), warm-started from greedy",
+    )
+    p.add_argument(
+        "--ilp-time-limit",
+        type=float,
+        default=ILP_TIME_LIMIT,
+        metavar="S",
+        help=f"time limit of the ILP solver in seconds (default {ILP_TIME_LIMIT:g})",
+    )
+    p.add_argument(
+        "--iter-limit",
+        type=int,
+        default=DEFAULT_LIMITS.iter_limit,
+        metavar="N",
+        help=f"stop saturation after N rounds (default {DEFAULT_LIMITS.iter_limit})",
+    )
+    p.add_argument(
+        "--node-limit",
+        type=int,
+        default=DEFAULT_LIMITS.node_limit,
+        metavar="N",
+        help=f"stop saturation at N program e-nodes (default {DEFAULT_LIMITS.node_limit:,})",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_LIMITS.time_limit,
+        metavar="S",
+        help=f"stop saturation after S seconds (default {DEFAULT_LIMITS.time_limit:g})",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print no progress")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "optimize",
+        help="optimize a model by equality saturation for a hardware target",
+        description=(
+            "Grow an e-graph of programs equivalent to MODEL with the rewrite rules, "
+            "then extract the one the hardware cost model prices cheapest. Prints "
+            "estimated cycles and DRAM bytes before and after, the e-graph size and "
+            "why saturation stopped, and the rules that fired most."
+        ),
+    )
+    p.add_argument("model", metavar="MODEL", help="model file in the eqsat text format")
+    add_dim_flag(p)
+    add_optimize_flags(p)
+    p.add_argument("-o", "--output", metavar="OUT.model", help="write the optimized model here")
+    p.add_argument("--report", metavar="REPORT.json", help="write a JSON report here")
+    p.set_defaults(func=run)
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    limits = Limits(args.iter_limit, args.node_limit, args.time_limit)
+    limits.check()
+    return limits
+
+
+def optimize_from_args(args: argparse.Namespace, graph) -> tuple[OptimizeResult, Hardware]:
+    hw = load_hardware(args.hw)
+    limits = limits_from_args(args)
+    rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR])
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    progress(
+        f"optimizing {graph.name} for {hw.name}: {len(rules.names)} rules in "
+        f"{len(rules.rulesets)} rulesets ({', '.join(rules.rulesets)})"
+    )
+    result = optimize(
+        graph,
+        rules,
+        hw,
+        limits,
+        extractor=args.extract,
+        ilp_time_limit=args.ilp_time_limit,
+        progress=progress,
+    )
+    return result, hw
+
+
+def _change(before: float, after: float) -> str:
+    if before == 0:
+        return ""
+    return f"{(after - before) / before * 100:+.1f}%"
+
+
+def format_summary(result: OptimizeResult, hw: Hardware) -> str:
+    sat = result.saturation
+    b, a = result.before, result.after
+    rows = [
+        ("est. cycles", f"{b.cycles:,}", f"{a.cycles:,}", _change(b.cycles, a.cycles)),
+        (
+            "DRAM bytes",
+            human_bytes(b.dram_bytes),
+            human_bytes(a.dram_bytes),
+            _change(b.dram_bytes, a.dram_bytes),
+        ),
+        ("kernels", str(b.kernels), str(a.kernels), _change(b.kernels, a.kernels)),
+    ]
+    lines = [f"{result.graph.name} on {hw.name}:"]
+    lines.append(f"  {'':<12} {'before':>14} {'after':>14} {'change':>8}")
+    lines += [f"  {r[0]:<12} {r[1]:>14} {r[2]:>14} {r[3]:>8}" for r in rows]
+    lines.append(
+        f"e-graph: {result.egraph_nodes:,} e-nodes in {result.egraph_classes:,} e-classes after "
+        f"{len(sat.iterations)} rounds; stopped: {sat.stop_reason.replace('_', ' ')}"
+    )
+    ext = result.extraction
+    lines.append(
+        f"extraction: {ext.extractor} ({ext.status.replace('_', ' ')}), DAG cost {ext.dag_cost:,.0f} cycles"
+    )
+    if result.kept_original:
+        lines.append("  (nothing cheaper than the input was found; the input is kept)")
+    top = sat.rules_fired.most_common(8)
+    if top:
+        lines.append("rules that fired most: " + ", ".join(f"{k} ({v})" for k, v in top))
+    t = result.times
+    lines.append(
+        f"time: saturate {t['saturate']:.2f} s, extract {t['extract']:.2f} s, total {t['total']:.2f} s"
+    )
+    return "\n".join(lines)
+
+
+def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
+    sat = result.saturation
+    return {
+        "model": result.graph.name,
+        "hardware": hw.name,
+        "cost_before": result.before.cycles,
+        "cost_after": result.after.cycles,
+        "dram_bytes_before": result.before.dram_bytes,
+        "dram_bytes_after": result.after.dram_bytes,
+        "kernels_before": result.before.kernels,
+        "kernels_after": result.after.kernels,
+        "egraph": {
+            "nodes": result.egraph_nodes,
+            "classes": result.egraph_classes,
+            "iterations": len(sat.iterations),
+            "stop_reason": sat.stop_reason,
+            "nodes_per_iteration": [sat.initial_nodes] + [it.nodes for it in sat.iterations],
+        },
+        "extraction": {
+            "extractor": result.extraction.extractor,
+            "status": result.extraction.status,
+            "dag_cost": result.extraction.dag_cost,
+            "kept_original": result.kept_original,
+        },
+        "rules_fired": dict(sorted(sat.rules_fired.items())),
+        "time_s": {k: round(v, 6) for k, v in result.times.items()},
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    _, graph = load_model_from_args(args)
+    result, hw = optimize_from_args(args, graph)
+    text = print_model(graph_to_model(result.graph))
+    report = json.dumps(report_dict(result, hw), indent=2) + "\n"
+    if args.output:
+        write_atomic(args.output, text)
+    if args.report:
+        write_atomic(args.report, report)
+    print(format_summary(result, hw))
+    if args.output:
+        print(f"wrote optimized model to {args.output}")
+    if args.report:
+        print(f"wrote report to {args.report}")
+    return 0

@@ -1,0 +1,30 @@
+"""Defaults of the optimizer, in one place. CLI flags override them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When saturation stops (whichever comes first), as egg's runner does."""
+
+    iter_limit: int = 30
+    node_limit: int = 100_000  # e-nodes of programs (the Op sort), not shapes
+    time_limit: float = 30.0  # seconds of saturation
+
+    def check(self) -> None:
+        from eqsat.cli import UsageError
+
+        if self.iter_limit < 1:
+            raise UsageError(f"--iter-limit must be at least 1, got {self.iter_limit}")
+        if self.node_limit < 1:
+            raise UsageError(f"--node-limit must be at least 1, got {self.node_limit}")
+        if not self.time_limit > 0:
+            raise UsageError(f"--time-limit must be positive, got {self.time_limit}")
+
+
+DEFAULT_LIMITS = Limits()
+DEFAULT_HARDWARE = "edge"
+DEFAULT_EXTRACTOR = "greedy"
+ILP_TIME_LIMIT = 60.0

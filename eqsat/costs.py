@@ -1,0 +1,150 @@
+"""The cost of one op on the hardware: registry op -> hwsim kernel work -> cycles.
+
+Every non-leaf op is one kernel that reads its operands from DRAM and writes its
+result back; fused ops read and write only their own operands and result, which is
+where fusion saves. A reshape of a row-major tensor moves no data and costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from eqsat.ir.types import TensorType
+from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
+from eqsat.ops.fused import Call
+from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
+from hwsim.hardware import Hardware
+
+FREE_OPS = frozenset({"reshape"})
+
+
+def _matmul_dims(
+    op: str, in_types: Sequence[TensorType], out: TensorType
+) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a matmul, or of a conv as an implicit GEMM."""
+    if op == "conv2d":
+        w = in_types[1]
+        n, o, ho, wo = out.shape
+        return 1, n * ho * wo, o, w.shape[1] * w.shape[2] * w.shape[3]
+    a = in_types[0]
+    return math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], a.shape[-1]
+
+
+def _find_contraction(body: Call | str) -> Call | None:
+    if isinstance(body, str):
+        return None
+    if REGISTRY[body.op].kind in (OpKind.MATMUL, OpKind.CONV):
+        return body
+    for arg in body.args:
+        found = _find_contraction(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _fused_inner_types(
+    op: OpDef, call: Call, in_types: Sequence[TensorType], attrs
+) -> list[TensorType]:
+    from eqsat.ops.fused import body_types
+
+    env = dict(zip(op.operands, in_types, strict=True))
+    return [
+        env[a] if isinstance(a, str) else body_types(a, op.operands, in_types, attrs)
+        for a in call.args
+    ]
+
+
+def kernel_work(
+    op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs: Mapping[str, AttrValue]
+) -> KernelWork | None:
+    """What running this op as one kernel costs, or None for leaves and free ops."""
+    op = REGISTRY[op_name]
+    if op.kind is OpKind.LEAF or op_name in FREE_OPS:
+        return None
+    flops = op.flops(in_types, out, attrs)
+    bytes_in = op.bytes_read(in_types)
+    bytes_out = op.bytes_written(out)
+    dtype = in_types[0].dtype.value if in_types else out.dtype.value
+    contraction = None
+    if op.kind in (OpKind.MATMUL, OpKind.CONV):
+        contraction = (op_name, list(in_types), out)
+    elif op.kind is OpKind.FUSED and op.composition is not None:
+        inner = _find_contraction(op.composition)
+        if inner is not None:
+            inner_in = _fused_inner_types(op, inner, in_types, attrs)
+            inner_op = REGISTRY[inner.op]
+            inner_attrs = inner_op.bind_attrs({})
+            inner_out = inner_op.type_of(inner_in, inner_attrs)
+            contraction = (inner.op, inner_in, inner_out)
+    if contraction is not None:
+        name, c_in, c_out = contraction
+        batch, m, n, k = _matmul_dims(name, c_in, c_out)
+        macs = batch * m * n * k
+        return KernelWork(
+            kind="conv" if name == "conv2d" else "matmul",
+            dtype=c_in[0].dtype.value,
+            macs=macs,
+            m=m,
+            n=n,
+            k=k,
+            batch=batch,
+            vector_ops=max(flops - 2 * macs, 0),
+            bytes_in=bytes_in,
+            bytes_out=bytes_out,
+        )
+    kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
+    return KernelWork(
+        kind=kind,
+        dtype=dtype,
+        vector_ops=flops if kind == "vector" else out.numel,
+        bytes_in=bytes_in,
+        bytes_out=bytes_out,
+        working_set_bytes=_working_set(op, in_types, out),
+    )
+
+
+def _working_set(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> int:
+    """Bytes that must be resident at once: a whole row for row-wise normalizations."""
+    if op.kind is OpKind.NORMALIZE and out.rank:
+        row = out.shape[-1] * max(out.dtype.itemsize, 4)
+        return 2 * row + sum(t.nbytes for t in in_types[1:])
+    return 0
+
+
+def op_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+) -> KernelCost | None:
+    work = kernel_work(op_name, in_types, out, attrs)
+    return None if work is None else kernel_cycles(hw, work)
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    cycles: int
+    dram_bytes: int
+    kernels: int
+    infeasible: int  # kernels whose working set does not fit SRAM
+
+
+def program_cost(graph, hw: Hardware) -> ProgramCost:
+    """Kernels run one after another: the program costs the sum of its live kernels."""
+    live = graph.live()
+    cycles = dram = kernels = infeasible = 0
+    for i, node in graph:
+        if not live[i]:
+            continue
+        in_types = [graph.nodes[j].type for j in node.inputs]
+        cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+        if cost is None:
+            continue
+        cycles += cost.cycles
+        dram += cost.dram_bytes
+        kernels += 1
+        infeasible += not cost.feasible
+    return ProgramCost(cycles, dram, kernels, infeasible)

@@ -1,0 +1,118 @@
+"""From a grown e-graph to the cheapest program: costs, extraction, rebuilding.
+
+The e-graph is serialized (egraph-serialize JSON), decoded, typed with the registry,
+priced with the hardware cost model, and handed to an extractor from eqsat.extract;
+the choice is rebuilt into a typed Graph.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from egglog.bindings import EGraph as EggGraph
+
+from eqsat.costs import op_cost
+from eqsat.egraph.decode import DecodedEGraph, ENode, decode
+from eqsat.egraph.typing import TypedEGraph, type_egraph
+from eqsat.extract import EGraph, Extraction, NodeSpec, extract
+from eqsat.ir.graph import Graph, GraphBuilder
+from hwsim.hardware import Hardware
+
+
+def serialize(egraph: EggGraph) -> dict[str, Any]:
+    return json.loads(egraph.serialize([]).to_json())
+
+
+def term_key(node: ENode) -> tuple:
+    return (node.op, node.children, node.attrs)
+
+
+@dataclass
+class PricedEGraph:
+    typed: TypedEGraph
+    costs: dict[str, float]  # node id -> cycles (valid nodes only)
+    by_id: dict[str, ENode]
+
+    @property
+    def decoded(self) -> DecodedEGraph:
+        return self.typed.decoded
+
+    def extraction_graph(self, roots: list[str]) -> EGraph:
+        specs = [
+            NodeSpec(n.id, n.op, n.eclass, n.children, self.costs[n.id])
+            for nodes in self.decoded.classes.values()
+            for n in nodes
+            if n.id in self.costs
+        ]
+        return EGraph.from_nodes(specs, roots)
+
+
+def price(serialized: dict[str, Any], hw: Hardware) -> PricedEGraph:
+    typed = type_egraph(decode(serialized))
+    costs: dict[str, float] = {}
+    by_id: dict[str, ENode] = {}
+    for nodes in typed.decoded.classes.values():
+        for n in nodes:
+            by_id[n.id] = n
+            if n.id not in typed.node_types:
+                continue
+            in_types = [typed.class_types[c] for c in n.children]
+            cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
+            costs[n.id] = 0.0 if cost is None else float(cost.cycles)
+    return PricedEGraph(typed, costs, by_id)
+
+
+def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:
+    """The e-class of every live node of `graph` (which entered the e-graph unchanged)."""
+    index = {term_key(n): n.eclass for nodes in decoded.classes.values() for n in nodes}
+    live = graph.live()
+    classes: list[str | None] = [None] * len(graph.nodes)
+    for i, node in graph:
+        if not live[i]:
+            continue
+        children = tuple(classes[j] for j in node.inputs)
+        if node.opdef.variadic and len(children) > 2:
+            # Entered as right-nested binary terms: look up the innermost first.
+            tail = children[-1]
+            for k in range(len(children) - 2, 0, -1):
+                tail = index[(node.op, (children[k], tail), node.attrs)]
+            children = (children[0], tail)
+        classes[i] = index[(node.op, children, node.attrs)]
+    return classes
+
+
+def rebuild(
+    priced: PricedEGraph,
+    extraction: Extraction,
+    outputs: list[tuple[str, str]],
+    name: str,
+    dims: dict[str, int],
+    names: dict[str, str] | None = None,
+    leaf_order: tuple[str, ...] | list[str] = (),
+) -> Graph:
+    """The chosen terms as a Graph; `outputs` are (output name, e-class)."""
+    b = GraphBuilder(name, dims)
+    built: dict[str, int] = {}
+    chosen = set(extraction.order)
+    # Leaves first, in the order the model declared them, so printed models read alike.
+    order = [c for c in leaf_order if c in chosen]
+    order += [c for c in extraction.order if c not in set(order)]
+    for eclass in order:
+        node = priced.by_id[extraction.choice[eclass]]
+        built[eclass] = b.add(
+            node.op,
+            tuple(built[c] for c in node.children),
+            dict(node.attrs),
+            (names or {}).get(eclass),
+        )
+    for out_name, eclass in outputs:
+        b.output(out_name, built[eclass])
+    return b.graph
+
+
+def extract_program(
+    priced: PricedEGraph, roots: list[str], extractor: str, time_limit: float
+) -> Extraction:
+    return extract(priced.extraction_graph(roots), extractor, roots, time_limit=time_limit)

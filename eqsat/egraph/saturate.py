@@ -1,0 +1,124 @@
+"""Equality saturation with a schedule, limits and a report.
+
+The schedule is: the `analysis` ruleset (shapes and dtypes) to saturation, then
+rounds of one iteration of each optimisation ruleset, each round followed by the
+analysis again so that guards see the shapes of new terms. egglog has no node or
+time limit inside a run, so rounds are run one at a time and the limits are checked
+between them; within a round a back-off scheduler skips any rule whose matches
+exceed the remaining node budget, which bounds how far one round can overshoot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from egglog.bindings import EGraph
+
+from eqsat.config import Limits
+from eqsat.egraph.encoding import ANALYSIS, op_of_constructor
+
+SATURATED = "saturated"
+ITERATION_LIMIT = "iteration_limit"
+NODE_LIMIT = "node_limit"
+TIME_LIMIT = "time_limit"
+
+
+@dataclass(frozen=True)
+class Iteration:
+    nodes: int  # Op e-nodes after the round
+    seconds: float
+    matches: int
+
+
+@dataclass
+class SaturationReport:
+    stop_reason: str = SATURATED
+    iterations: list[Iteration] = field(default_factory=list)
+    initial_nodes: int = 0
+    rules_fired: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def nodes(self) -> int:
+        return self.iterations[-1].nodes if self.iterations else self.initial_nodes
+
+
+def run_commands(egraph: EGraph, text: str) -> list:
+    return egraph.run_program(*egraph.parse_program(text))
+
+
+def _sizes(egraph: EGraph) -> dict[str, int]:
+    out = run_commands(egraph, "(print-size)")[-1]
+    return dict(out.sizes)
+
+
+def op_node_count(sizes: dict[str, int]) -> int:
+    ctors = op_of_constructor()
+    return sum(n for name, n in sizes.items() if name in ctors)
+
+
+def saturate_analysis(egraph: EGraph) -> None:
+    run_commands(egraph, f"(run-schedule (saturate (run {ANALYSIS})))")
+
+
+def saturate(
+    egraph: EGraph,
+    rulesets: list[str],
+    rule_names: set[str],
+    limits: Limits,
+    progress=None,
+) -> SaturationReport:
+    """Grow `egraph` with `rulesets` until saturated or a limit is hit."""
+    start = time.perf_counter()
+    saturate_analysis(egraph)
+    sizes = _sizes(egraph)
+    report = SaturationReport(initial_nodes=op_node_count(sizes))
+    if not rulesets:
+        report.seconds = time.perf_counter() - start
+        return report
+    nodes = report.initial_nodes
+    while True:
+        if len(report.iterations) >= limits.iter_limit:
+            report.stop_reason = ITERATION_LIMIT
+            break
+        if nodes >= limits.node_limit:
+            report.stop_reason = NODE_LIMIT
+            break
+        if time.perf_counter() - start >= limits.time_limit:
+            report.stop_reason = TIME_LIMIT
+            break
+        t0 = time.perf_counter()
+        budget = max(limits.node_limit - nodes, 1)
+        runs = " ".join(f"(run-with bo {r})" for r in rulesets)
+        out = run_commands(
+            egraph,
+            f"(run-schedule (let-scheduler bo (back-off :match-limit {budget} :ban-length 1)) "
+            f"(seq {runs}))",
+        )
+        matches: Counter[str] = Counter()
+        searched: set[str] = set()
+        for result in out:
+            matches.update(result.report.num_matches_per_rule)
+            for it in result.report.iterations:
+                for rule, reports in it.rule_set_report.rule_reports.items():
+                    if any(r.num_matches for r in reports):
+                        searched.add(rule)
+        # The back-off scheduler searches a rule, finds more matches than the budget
+        # and skips it: such a rule shows up as matched in the search but not applied.
+        banned = searched - set(matches)
+        saturate_analysis(egraph)
+        new_sizes = _sizes(egraph)
+        nodes = op_node_count(new_sizes)
+        fired = {k: v for k, v in matches.items() if k in rule_names}
+        report.rules_fired.update({k: v for k, v in fired.items() if v})
+        report.iterations.append(Iteration(nodes, time.perf_counter() - t0, sum(fired.values())))
+        if progress is not None:
+            progress(len(report.iterations), nodes, time.perf_counter() - start)
+        if new_sizes == sizes:
+            report.stop_reason = NODE_LIMIT if banned else SATURATED
+            break
+        sizes = new_sizes
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,127 @@
+"""The optimizer: model graph + rules + hardware -> the cheapest equivalent graph."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from egglog.bindings import EGraph as EggGraph
+
+from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
+from eqsat.costs import ProgramCost, program_cost
+from eqsat.egraph.encoding import program_prelude
+from eqsat.egraph.extraction import (
+    PricedEGraph,
+    extract_program,
+    locate,
+    price,
+    rebuild,
+    serialize,
+)
+from eqsat.egraph.program import graph_program
+from eqsat.egraph.saturate import SaturationReport, run_commands, saturate
+from eqsat.extract import Extraction
+from eqsat.ir.graph import Graph
+from hwsim.hardware import Hardware
+
+
+@dataclass(frozen=True)
+class CompiledRules:
+    """egglog text of a rule collection, the rulesets to run and the rule names."""
+
+    text: str
+    rulesets: tuple[str, ...]
+    names: frozenset[str]
+
+
+@dataclass
+class OptimizeResult:
+    original: Graph
+    graph: Graph
+    before: ProgramCost
+    after: ProgramCost
+    saturation: SaturationReport
+    egraph_nodes: int
+    egraph_classes: int
+    extraction: Extraction
+    kept_original: bool  # extraction found nothing cheaper than the input
+    times: dict[str, float] = field(default_factory=dict)
+    serialized: dict[str, Any] | None = None
+
+
+ProgressFn = Callable[[str], None]
+
+
+def optimize(
+    graph: Graph,
+    rules: CompiledRules,
+    hw: Hardware,
+    limits: Limits = DEFAULT_LIMITS,
+    extractor: str = "greedy",
+    ilp_time_limit: float = ILP_TIME_LIMIT,
+    progress: ProgressFn | None = None,
+    keep_serialized: bool = False,
+) -> OptimizeResult:
+    say = progress or (lambda _msg: None)
+    t_start = time.perf_counter()
+    egraph = EggGraph()
+    run_commands(egraph, program_prelude())
+    run_commands(egraph, rules.text)
+    text, _ = graph_program(graph)
+    run_commands(egraph, text)
+
+    def on_round(i: int, nodes: int, seconds: float) -> None:
+        say(f"  round {i}: {nodes:,} e-nodes, {seconds:.2f} s")
+
+    report = saturate(egraph, list(rules.rulesets), set(rules.names), limits, on_round)
+    t_sat = time.perf_counter()
+
+    serialized = serialize(egraph)
+    priced = price(serialized, hw)
+    classes = locate(graph, priced.decoded)
+    roots = sorted({classes[i] for _, i in graph.outputs})
+    say(f"extracting ({extractor}) from {priced.decoded.n_nodes:,} e-nodes")
+    extraction = extract_program(priced, roots, extractor, ilp_time_limit)
+    names = _class_names(graph, classes)
+    outputs = [(name, classes[i]) for name, i in graph.outputs]
+    leaf_order = [classes[i] for i, n in graph if n.is_leaf and classes[i] is not None]
+    optimized = rebuild(priced, extraction, outputs, graph.name, graph.dims, names, leaf_order)
+    t_ext = time.perf_counter()
+
+    before = program_cost(graph, hw)
+    after = program_cost(optimized, hw)
+    kept = after.cycles > before.cycles
+    if kept:
+        # Greedy extraction is a heuristic; never hand back something worse.
+        optimized, after = graph, before
+    return OptimizeResult(
+        original=graph,
+        graph=optimized,
+        before=before,
+        after=after,
+        saturation=report,
+        egraph_nodes=priced.decoded.n_nodes,
+        egraph_classes=len(priced.decoded.classes),
+        extraction=extraction,
+        kept_original=kept,
+        times={
+            "saturate": t_sat - t_start,
+            "extract": t_ext - t_sat,
+            "total": time.perf_counter() - t_start,
+        },
+        serialized=serialized if keep_serialized else None,
+    )
+
+
+def _class_names(graph: Graph, classes: list[str | None]) -> dict[str, str]:
+    """Keep the model's statement names on the e-classes they ended up in."""
+    out: dict[str, str] = {}
+    for i, node in graph:
+        if node.name and classes[i] is not None:
+            out.setdefault(classes[i], node.name)
+    return out
+
+
+__all__ = ["CompiledRules", "OptimizeResult", "PricedEGraph", "optimize"]
