@@ -55,9 +55,10 @@ def user_errors() -> tuple[type[Exception], ...]:
     hwsim is a separate machine package that cannot derive from UserError.
     """
     from eqsat.extract.errors import ExtractError
+    from hwsim import AsmError, SimulationError
     from hwsim.hardware import HardwareError
 
-    return (UserError, HardwareError, ExtractError)
+    return (UserError, HardwareError, ExtractError, AsmError, SimulationError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

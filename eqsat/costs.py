@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
-from eqsat.ops.fused import Call
+from eqsat.ops.fused import body_nodes
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
 
@@ -32,30 +32,6 @@ def _matmul_dims(
     return math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], a.shape[-1]
 
 
-def _find_contraction(body: Call | str) -> Call | None:
-    if isinstance(body, str):
-        return None
-    if REGISTRY[body.op].kind in (OpKind.MATMUL, OpKind.CONV):
-        return body
-    for arg in body.args:
-        found = _find_contraction(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _fused_inner_types(
-    op: OpDef, call: Call, in_types: Sequence[TensorType], attrs
-) -> list[TensorType]:
-    from eqsat.ops.fused import body_types
-
-    env = dict(zip(op.operands, in_types, strict=True))
-    return [
-        env[a] if isinstance(a, str) else body_types(a, op.operands, in_types, attrs)
-        for a in call.args
-    ]
-
-
 def kernel_work(
     op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs: Mapping[str, AttrValue]
 ) -> KernelWork | None:
@@ -71,13 +47,10 @@ def kernel_work(
     if op.kind in (OpKind.MATMUL, OpKind.CONV):
         contraction = (op_name, list(in_types), out)
     elif op.kind is OpKind.FUSED and op.composition is not None:
-        inner = _find_contraction(op.composition)
-        if inner is not None:
-            inner_in = _fused_inner_types(op, inner, in_types, attrs)
-            inner_op = REGISTRY[inner.op]
-            inner_attrs = inner_op.bind_attrs({})
-            inner_out = inner_op.type_of(inner_in, inner_attrs)
-            contraction = (inner.op, inner_in, inner_out)
+        for inner in body_nodes(op.composition, op.operands, in_types, attrs):
+            if inner.op.kind in (OpKind.MATMUL, OpKind.CONV):
+                contraction = (inner.op.name, list(inner.in_types), inner.out)
+                break
     if contraction is not None:
         name, c_in, c_out = contraction
         batch, m, n, k = _matmul_dims(name, c_in, c_out)

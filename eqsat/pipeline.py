@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from egglog.bindings import EGraph as EggGraph
 
@@ -48,7 +47,8 @@ class OptimizeResult:
     extraction: Extraction
     kept_original: bool  # extraction found nothing cheaper than the input
     times: dict[str, float] = field(default_factory=dict)
-    serialized: dict[str, Any] | None = None
+    priced: PricedEGraph | None = None  # kept on request: the e-graph with its costs
+    roots: list[str] = field(default_factory=list)
 
 
 ProgressFn = Callable[[str], None]
@@ -62,7 +62,7 @@ def optimize(
     extractor: str = "greedy",
     ilp_time_limit: float = ILP_TIME_LIMIT,
     progress: ProgressFn | None = None,
-    keep_serialized: bool = False,
+    keep_egraph: bool = False,
 ) -> OptimizeResult:
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
@@ -111,7 +111,8 @@ def optimize(
             "extract": t_ext - t_sat,
             "total": time.perf_counter() - t_start,
         },
-        serialized=serialized if keep_serialized else None,
+        priced=priced if keep_egraph else None,
+        roots=roots,
     )
 
 

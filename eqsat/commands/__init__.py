@@ -1,6 +1,6 @@
 """Subcommands of `eqsat`; each module has `add_parser(subparsers)`."""
 
-from eqsat.commands import check, ops, optimize, rules, run
+from eqsat.commands import check, compile, ops, optimize, rules, run, simulate
 from eqsat.extract import cli as extract
 
-COMMANDS = [check, run, optimize, extract, rules, ops]
+COMMANDS = [check, run, optimize, extract, rules, ops, compile, simulate]

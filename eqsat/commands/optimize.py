@@ -84,6 +84,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_optimize_flags(p)
     p.add_argument("-o", "--output", metavar="OUT.model", help="write the optimized model here")
     p.add_argument("--report", metavar="REPORT.json", help="write a JSON report here")
+    p.add_argument(
+        "--egraph-out",
+        metavar="EGRAPH.json",
+        help="write the saturated e-graph, priced in cycles, as egraph-serialize JSON "
+        "(what `eqsat extract` and extraction-gym read)",
+    )
     p.set_defaults(func=run)
 
 
@@ -93,7 +99,9 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
     return limits
 
 
-def optimize_from_args(args: argparse.Namespace, graph) -> tuple[OptimizeResult, Hardware]:
+def optimize_from_args(
+    args: argparse.Namespace, graph, keep_egraph: bool = False
+) -> tuple[OptimizeResult, Hardware]:
     hw = load_hardware(args.hw)
     limits = limits_from_args(args)
     rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR])
@@ -114,6 +122,7 @@ def optimize_from_args(args: argparse.Namespace, graph) -> tuple[OptimizeResult,
         extractor=args.extract,
         ilp_time_limit=args.ilp_time_limit,
         progress=progress,
+        keep_egraph=keep_egraph,
     )
     return result, hw
 
@@ -191,16 +200,21 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     _, graph = load_model_from_args(args)
-    result, hw = optimize_from_args(args, graph)
+    result, hw = optimize_from_args(args, graph, keep_egraph=bool(args.egraph_out))
     text = print_model(graph_to_model(result.graph))
     report = json.dumps(report_dict(result, hw), indent=2) + "\n"
     if args.output:
         write_atomic(args.output, text)
     if args.report:
         write_atomic(args.report, report)
+    if args.egraph_out:
+        egraph = result.priced.extraction_graph(result.roots).to_json_dict()
+        write_atomic(args.egraph_out, json.dumps(egraph) + "\n")
     print(format_summary(result, hw))
     if args.output:
         print(f"wrote optimized model to {args.output}")
     if args.report:
         print(f"wrote report to {args.report}")
+    if args.egraph_out:
+        print(f"wrote the priced e-graph to {args.egraph_out}")
     return 0

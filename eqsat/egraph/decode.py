@@ -43,6 +43,7 @@ class _Values:
         for nid, node in nodes.items():
             self.by_class.setdefault(node["eclass"], []).append(nid)
         self._lists: dict[str, tuple[int, ...] | None] = {}
+        self._strings: dict[str, str] = {}
 
     def primitive(self, node_id: str, kind: AttrType) -> AttrValue:
         text = self.nodes[node_id]["op"]
@@ -53,6 +54,11 @@ class _Values:
         if kind is AttrType.BOOL:
             return text == "true"
         return json.loads(text)
+
+    def string_class(self, eclass: str) -> str:
+        if eclass not in self._strings:
+            self._strings[eclass] = json.loads(self.nodes[self.by_class[eclass][0]]["op"])
+        return self._strings[eclass]
 
     def int_list(self, eclass: str, depth: int = 0) -> tuple[int, ...] | None:
         """The concrete list in an IntList class, or None if it has none (yet)."""
@@ -89,9 +95,7 @@ def decode(serialized: dict[str, Any]) -> DecodedEGraph:
                 out.shapes[nodes[node["children"][0]]["eclass"]] = shape
             continue
         if node["op"] == "DT":
-            out.dtypes[nodes[node["children"][0]]["eclass"]] = json.loads(
-                nodes[_first(values.by_class[eclass])]["op"]
-            )
+            out.dtypes[nodes[node["children"][0]]["eclass"]] = values.string_class(eclass)
             continue
         if op_name is None:
             continue
@@ -115,7 +119,3 @@ def decode(serialized: dict[str, Any]) -> DecodedEGraph:
             enode = ENode(nid, op_name, eclass, operands, tuple(attrs))
             out.classes.setdefault(eclass, []).append(enode)
     return out
-
-
-def _first(ids: list[str]) -> str:
-    return ids[0]

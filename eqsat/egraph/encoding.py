@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from functools import cache
 from importlib import resources
 
@@ -67,12 +68,9 @@ def f64(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    text = repr(value)
-    if "e" in text or "E" in text:
-        text = f"{value:.17f}".rstrip("0")
-        if text.endswith("."):
-            text += "0"
-    return text
+    # The shortest digits that round-trip (repr), written without an exponent.
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
 
 
 def string(value: str) -> str:

@@ -53,14 +53,18 @@ def price(serialized: dict[str, Any], hw: Hardware) -> PricedEGraph:
     typed = type_egraph(decode(serialized))
     costs: dict[str, float] = {}
     by_id: dict[str, ENode] = {}
+    memo: dict[tuple, float] = {}
     for nodes in typed.decoded.classes.values():
         for n in nodes:
             by_id[n.id] = n
             if n.id not in typed.node_types:
                 continue
-            in_types = [typed.class_types[c] for c in n.children]
-            cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
-            costs[n.id] = 0.0 if cost is None else float(cost.cycles)
+            in_types = tuple(typed.class_types[c] for c in n.children)
+            key = (n.op, in_types, n.attrs)
+            if key not in memo:
+                cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
+                memo[key] = 0.0 if cost is None else float(cost.cycles)
+            costs[n.id] = memo[key]
     return PricedEGraph(typed, costs, by_id)
 
 
@@ -73,6 +77,10 @@ def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:
         if not live[i]:
             continue
         children = tuple(classes[j] for j in node.inputs)
+        if node.opdef.variadic and len(children) == 1:
+            # A variadic op of one operand is that operand (see egraph.program).
+            classes[i] = children[0]
+            continue
         if node.opdef.variadic and len(children) > 2:
             # Entered as right-nested binary terms: look up the innermost first.
             tail = children[-1]

@@ -79,6 +79,7 @@ def saturate(
         report.seconds = time.perf_counter() - start
         return report
     nodes = report.initial_nodes
+    active = len(rule_names)
     while True:
         if len(report.iterations) >= limits.iter_limit:
             report.stop_reason = ITERATION_LIMIT
@@ -86,11 +87,14 @@ def saturate(
         if nodes >= limits.node_limit:
             report.stop_reason = NODE_LIMIT
             break
-        if time.perf_counter() - start >= limits.time_limit:
+        elapsed = time.perf_counter() - start
+        if elapsed + _predicted_round_seconds(report) >= limits.time_limit:
             report.stop_reason = TIME_LIMIT
             break
         t0 = time.perf_counter()
-        budget = max(limits.node_limit - nodes, 1)
+        # Share the remaining node budget among the rules that are matching, so that
+        # one round cannot overshoot the node limit by more than a few RHS nodes per match.
+        budget = max((limits.node_limit - nodes) // max(active, 1), 1)
         runs = " ".join(f"(run-with bo {r})" for r in rulesets)
         out = run_commands(
             egraph,
@@ -108,6 +112,7 @@ def saturate(
         # The back-off scheduler searches a rule, finds more matches than the budget
         # and skips it: such a rule shows up as matched in the search but not applied.
         banned = searched - set(matches)
+        active = len(searched)
         saturate_analysis(egraph)
         new_sizes = _sizes(egraph)
         nodes = op_node_count(new_sizes)
@@ -122,3 +127,17 @@ def saturate(
         sizes = new_sizes
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _predicted_round_seconds(report: SaturationReport) -> float:
+    """How long the next round will take if the e-graph keeps growing as it did.
+
+    egglog cannot stop inside a round, so a round predicted to overrun the time limit
+    is not started: the last round's time times its growth factor.
+    """
+    if not report.iterations:
+        return 0.0
+    last = report.iterations[-1]
+    before = report.iterations[-2].nodes if len(report.iterations) > 1 else report.initial_nodes
+    growth = last.nodes / max(before, 1)
+    return last.seconds * max(growth, 1.0)

@@ -24,6 +24,8 @@ class TypedEGraph:
 
 def type_egraph(decoded: DecodedEGraph) -> TypedEGraph:
     typed = TypedEGraph(decoded)
+    # Big e-graphs repeat a few signatures (op, operand types, attributes) many times.
+    memo: dict[tuple, TensorType | str] = {}
     pending: list[ENode] = [n for nodes in decoded.classes.values() for n in nodes]
     progress = True
     while pending and progress:
@@ -34,13 +36,13 @@ def type_egraph(decoded: DecodedEGraph) -> TypedEGraph:
                 waiting.append(node)
                 continue
             progress = True
-            op = REGISTRY[node.op]
-            in_types = [typed.class_types[c] for c in node.children]
-            try:
-                attrs = op.bind_attrs(dict(node.attrs))
-                t = op.type_of(in_types, attrs)
-            except OpTypeError as err:
-                typed.invalid[node.id] = str(err)
+            in_types = tuple(typed.class_types[c] for c in node.children)
+            key = (node.op, in_types, node.attrs)
+            t = memo.get(key)
+            if t is None:
+                t = memo[key] = _infer(node, in_types)
+            if isinstance(t, str):
+                typed.invalid[node.id] = t
                 continue
             known = typed.class_types.setdefault(node.eclass, t)
             if known != t:
@@ -51,3 +53,12 @@ def type_egraph(decoded: DecodedEGraph) -> TypedEGraph:
     for node in pending:
         typed.invalid[node.id] = "an operand has no valid term"
     return typed
+
+
+def _infer(node: ENode, in_types: tuple[TensorType, ...]) -> TensorType | str:
+    """The node's type, or why its op rejects its operands."""
+    op = REGISTRY[node.op]
+    try:
+        return op.type_of(in_types, op.bind_attrs(dict(node.attrs)))
+    except OpTypeError as err:
+        return str(err)

@@ -7,7 +7,7 @@ Costs are DAG costs: a shared subterm is paid once.
 
 from eqsat.extract.api import EXTRACTORS, extract
 from eqsat.extract.dag import dag_cost
-from eqsat.extract.egraph import EGraph, NodeSpec, UnknownClassError, load_egraph
+from eqsat.extract.egraph import EGraph, NodeSpec, UnknownClassError
 from eqsat.extract.errors import (
     EGraphFormatError,
     ExtractError,
@@ -17,6 +17,7 @@ from eqsat.extract.errors import (
 from eqsat.extract.greedy import greedy_extract
 from eqsat.extract.ilp import ilp_extract
 from eqsat.extract.result import FELL_BACK, HEURISTIC, OPTIMAL, TIME_LIMIT, Extraction
+from eqsat.extract.serialized import load_egraph
 
 __all__ = [
     "EXTRACTORS",

@@ -46,7 +46,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="CLASS",
-        help="root e-class id (repeatable); default: the file's root_eclasses",
+        help=(
+            "root e-class id (repeatable); default: the file's root_eclasses, else its "
+            "let-bound classes, else the classes no node uses"
+        ),
     )
     parser.add_argument(
         "--time-limit",

@@ -9,7 +9,6 @@ strings at the boundary; inside, nodes are ``0..n_nodes-1`` and classes
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
@@ -200,7 +199,7 @@ class EGraph:
             for nid, value in costs.items():
                 if nid not in index:
                     raise EGraphFormatError(self.source, f"cost given for unknown node {nid!r}")
-                new[index[nid]] = _check_cost(value, self.source, nid)
+                new[index[nid]] = check_cost(value, self.source, nid)
         else:
             new = np.asarray(costs, dtype=np.float64)
             if new.shape != (self.n_nodes,):
@@ -249,12 +248,12 @@ class EGraph:
     ) -> EGraph:
         """Build from Python node specs (children given as class ids)."""
         specs = [n if isinstance(n, NodeSpec) else NodeSpec(*n) for n in nodes]
-        return _assemble(
+        return assemble(
             node_ids=[str(s.id) for s in specs],
             ops=[str(s.op) for s in specs],
             eclasses=[str(s.eclass) for s in specs],
             children=[[str(c) for c in s.children] for s in specs],
-            costs=[_check_cost(s.cost, source, s.id) for s in specs],
+            costs=[check_cost(s.cost, source, s.id) for s in specs],
             subsumed=[bool(s.subsumed) for s in specs],
             roots=[str(r) for r in roots],
             class_data=dict(class_data or {}),
@@ -280,58 +279,32 @@ class EGraph:
     @classmethod
     def from_json_dict(cls, data: Any, source: str = "<json>") -> EGraph:
         """Build from parsed egraph-serialize JSON; faults raise EGraphFormatError."""
-        return _from_json_dict(data, source)
+        from eqsat.extract.serialized import parse_json_dict
+
+        return parse_json_dict(data, source)
 
     @classmethod
     def from_json(cls, text: str, source: str = "<json>") -> EGraph:
         """Build from egraph-serialize JSON text."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EGraphFormatError(
-                source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
-        return _from_json_dict(data, source)
+        from eqsat.extract.serialized import parse_json
+
+        return parse_json(text, source)
 
     @classmethod
     def load(cls, path: str | Path) -> EGraph:
         """Read an egraph-serialize JSON file."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise EGraphFormatError(str(path), f"cannot read file: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise EGraphFormatError(str(path), "file is not UTF-8 text") from None
-        return cls.from_json(text, source=str(path))
+        from eqsat.extract.serialized import load_egraph
+
+        return load_egraph(path)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The egraph-serialize form; a child class is written as its first node's id."""
-        rep = [self.node_ids[ns[0]] for ns in self.class_nodes]
-        nodes = {}
-        for i, nid in enumerate(self.node_ids):
-            nodes[nid] = {
-                "op": self.ops[i],
-                "children": [rep[c] for c in self.children(i)],
-                "eclass": self.class_ids[int(self.node_class[i])],
-                "cost": float(self.costs[i]),
-                "subsumed": bool(self.subsumed[i]),
-            }
-        out: dict[str, Any] = {
-            "nodes": nodes,
-            "root_eclasses": [self.class_ids[r] for r in self.roots],
-        }
-        if self.class_data:
-            out["class_data"] = self.class_data
-        return out
+        from eqsat.extract.serialized import to_json_dict
+
+        return to_json_dict(self)
 
 
-def load_egraph(path: str | Path) -> EGraph:
-    """Read an egraph-serialize JSON file (same as ``EGraph.load``)."""
-    return EGraph.load(path)
-
-
-# ---------------------------------------------------------------- internals
+# ------------------------------------------- construction helpers (shared with serialized.py)
 
 
 def _frozen(values: Any, dtype: Any) -> np.ndarray:
@@ -340,7 +313,8 @@ def _frozen(values: Any, dtype: Any) -> np.ndarray:
     return arr
 
 
-def _check_cost(value: Any, source: str, node: Any) -> float:
+def check_cost(value: Any, source: str, node: Any) -> float:
+    """A node cost as float; extractors assume costs >= 0 (inf = never choose)."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         raise EGraphFormatError(source, f"node {node!r}: cost must be a number, got {value!r}")
     cost = float(value)
@@ -349,82 +323,7 @@ def _check_cost(value: Any, source: str, node: Any) -> float:
     return cost
 
 
-def _as_id(value: Any, source: str, what: str) -> str:
-    # egraph-serialize ids are strings; integers are accepted as their decimal text.
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise EGraphFormatError(source, f"{what} must be a string id, got {value!r}")
-
-
-def _from_json_dict(data: Any, source: str) -> EGraph:
-    if not isinstance(data, dict):
-        raise EGraphFormatError(source, "top level must be a JSON object with a 'nodes' field")
-    raw_nodes = data.get("nodes")
-    if raw_nodes is None:
-        raise EGraphFormatError(source, "missing field 'nodes'")
-    if not isinstance(raw_nodes, dict):
-        raise EGraphFormatError(source, "'nodes' must be an object {node id: node}")
-    node_ids: list[str] = []
-    ops: list[str] = []
-    eclasses: list[str] = []
-    child_nodes: list[list[str]] = []
-    costs: list[float] = []
-    subsumed: list[bool] = []
-    for nid, node in raw_nodes.items():
-        where = f"node {nid!r}"
-        if not isinstance(node, dict):
-            raise EGraphFormatError(source, f"{where} must be an object")
-        for name in ("op", "eclass"):
-            if name not in node:
-                raise EGraphFormatError(source, f"{where}: missing field {name!r}")
-        op = node["op"]
-        if not isinstance(op, str):
-            raise EGraphFormatError(source, f"{where}: 'op' must be a string, got {op!r}")
-        kids = node.get("children", [])
-        if not isinstance(kids, list):
-            raise EGraphFormatError(source, f"{where}: 'children' must be a list of node ids")
-        flag = node.get("subsumed", False)
-        if not isinstance(flag, bool):
-            raise EGraphFormatError(source, f"{where}: 'subsumed' must be true or false")
-        node_ids.append(nid)
-        ops.append(op)
-        eclasses.append(_as_id(node["eclass"], source, f"{where}: 'eclass'"))
-        child_nodes.append([_as_id(k, source, f"{where}: child") for k in kids])
-        costs.append(_check_cost(node.get("cost", 1.0), source, nid))
-        subsumed.append(flag)
-    class_of_node = dict(zip(node_ids, eclasses, strict=True))
-    children: list[list[str]] = []
-    for nid, kids in zip(node_ids, child_nodes, strict=True):
-        row = []
-        for k in kids:
-            if k not in class_of_node:
-                raise EGraphFormatError(source, f"node {nid!r}: child {k!r} is not a node")
-            row.append(class_of_node[k])
-        children.append(row)
-    roots = data.get("root_eclasses", [])
-    if not isinstance(roots, list):
-        raise EGraphFormatError(source, "'root_eclasses' must be a list of class ids")
-    class_data = data.get("class_data", {})
-    if class_data is None:
-        class_data = {}
-    if not isinstance(class_data, dict):
-        raise EGraphFormatError(source, "'class_data' must be an object {class id: data}")
-    return _assemble(
-        node_ids=node_ids,
-        ops=ops,
-        eclasses=eclasses,
-        children=children,
-        costs=costs,
-        subsumed=subsumed,
-        roots=[_as_id(r, source, "root class") for r in roots],
-        class_data=class_data,
-        source=source,
-    )
-
-
-def _assemble(
+def assemble(
     *,
     node_ids: list[str],
     ops: list[str],
@@ -436,10 +335,12 @@ def _assemble(
     class_data: dict[str, Any],
     source: str,
 ) -> EGraph:
-    if len(set(node_ids)) != len(node_ids):
-        seen: set[str] = set()
-        dup = next(n for n in node_ids if n in seen or seen.add(n))
-        raise EGraphFormatError(source, f"duplicate node id {dup!r}")
+    """Index nodes and classes (first appearance order) and check references."""
+    seen: set[str] = set()
+    for nid in node_ids:
+        if nid in seen:
+            raise EGraphFormatError(source, f"duplicate node id {nid!r}")
+        seen.add(nid)
     class_index: dict[str, int] = {}
     for c in eclasses:
         class_index.setdefault(c, len(class_index))

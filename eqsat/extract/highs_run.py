@@ -2,15 +2,19 @@
 
 HiGHS checks its ``time_limit`` only between phases: on a hard 11k-variable
 extraction its root node ran 27 s under a 10 s limit. Big models are therefore
-solved in a spawned process that is stopped at the deadline; small ones are solved
+solved in a child Python process that is killed at the deadline; small ones are solved
 in-process, where the start-up cost of a process (about half a second) would dominate.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import warnings
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,46 +77,54 @@ def solve_milp(
 
 def _solve(problem: MilpProblem, options: dict[str, Any]) -> MilpOutcome:
     constraints = [LinearConstraint(problem.a, problem.row_lb, problem.row_ub)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = milp(
-            problem.c,
-            integrality=problem.integrality,
-            bounds=Bounds(problem.lb, problem.ub),
-            constraints=constraints,
-            options=options,
-        )
+    res = milp(
+        problem.c,
+        integrality=problem.integrality,
+        bounds=Bounds(problem.lb, problem.ub),
+        constraints=constraints,
+        options=options,
+    )
     bound = getattr(res, "mip_dual_bound", None)
     return MilpOutcome(int(res.status), res.x, str(res.message), bound)
 
 
-def _worker(conn: Any, problem: MilpProblem, options: dict[str, Any]) -> None:
-    try:
-        conn.send(_solve(problem, options))
-    except Exception as exc:  # report any solver crash to the parent instead of hanging
-        conn.send(MilpOutcome(4, None, f"solver process failed: {exc!r}", None))
-    finally:
-        conn.close()
-
-
 def _solve_in_child(problem: MilpProblem, options: dict[str, Any], deadline: float) -> MilpOutcome:
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(sender, problem, options), daemon=True)
-    proc.start()
-    sender.close()
-    try:
-        if receiver.poll(deadline):
-            try:
-                return receiver.recv()
-            except EOFError:
-                return MilpOutcome(4, None, "solver process exited without an answer", None)
-        return MilpOutcome(KILLED, None, f"stopped at the hard deadline of {deadline:.1f} s", None)
-    finally:
-        receiver.close()
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(5)
-            if proc.is_alive():
-                proc.kill()
-        proc.join()
+    # A plain subprocess (not multiprocessing) so the caller's __main__ is never re-imported.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    payload = pickle.dumps((problem, options), protocol=pickle.HIGHEST_PROTOCOL)
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "eqsat.extract.highs_run"],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            proc.communicate(payload, timeout=deadline)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return MilpOutcome(
+                KILLED, None, f"stopped at the hard deadline of {deadline:.1f} s", None
+            )
+        out.seek(0)
+        data = out.read()
+    if proc.returncode != 0 or not data:
+        return MilpOutcome(4, None, f"solver process failed (exit code {proc.returncode})", None)
+    status, x, message, bound = pickle.loads(data)
+    return MilpOutcome(status, x, message, bound)
+
+
+def _child_main() -> None:
+    problem, options = pickle.load(sys.stdin.buffer)
+    got = _solve(problem, options)
+    answer = (got.status, got.x, got.message, got.dual_bound)  # plain types: __main__ here
+    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    _child_main()

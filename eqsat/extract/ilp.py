@@ -13,12 +13,15 @@ Minimising sum cost[n] x[n] is the DAG cost: each used class is paid once.
 
 Greedy runs first and is the fallback: on a time limit without a better integer
 solution, or any solver failure, its extraction is returned with a status saying so.
+HiGHS overruns its own time limit on hard models, so big ones run in a child
+process that is killed at a hard deadline (see ``highs_run``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -58,8 +61,9 @@ def ilp_extract(
     size = f"{len(pruned.nodes)} nodes, {len(pruned.classes)} classes after pruning"
 
     def fall_back(why: str) -> Extraction:
-        return _restamp(
+        return replace(
             greedy,
+            extractor="ilp",
             status=FELL_BACK,
             detail=f"{why}; {size}; greedy cost {greedy.dag_cost:g}",
             seconds=time.perf_counter() - start,
@@ -86,20 +90,7 @@ def ilp_extract(
         detail = (
             f"{res.message}; lower bound {res.dual_bound}; {size}; greedy cost {greedy.dag_cost:g}"
         )
-    return _restamp(found, status=found.status, detail=detail, seconds=found.seconds)
-
-
-def _restamp(ext: Extraction, *, status: str, detail: str, seconds: float) -> Extraction:
-    return Extraction(
-        choice=ext.choice,
-        dag_cost=ext.dag_cost,
-        roots=ext.roots,
-        order=ext.order,
-        extractor="ilp",
-        status=status,
-        detail=detail,
-        seconds=seconds,
-    )
+    return replace(found, detail=detail)
 
 
 class _Model:

@@ -51,6 +51,32 @@ def _infer_node(op: OpDef, arg_types, given):
     return out, op.canonical_attrs(arg_types, bound)
 
 
+@dataclass(frozen=True)
+class BodyNode:
+    """One op application inside a fused body, with its operand and result types."""
+
+    op: OpDef
+    in_types: tuple[TensorType, ...]
+    attrs: dict
+    out: TensorType
+
+
+def body_nodes(
+    body: Call, operands: Sequence[str], ts: Sequence[TensorType], attrs: Attrs
+) -> list[BodyNode]:
+    """The body's op applications, operands before users."""
+    env = dict(zip(operands, ts, strict=True))
+    found: list[BodyNode] = []
+
+    def node(op: OpDef, args, given):
+        out, canon = _infer_node(op, args, given)
+        found.append(BodyNode(op, tuple(args), canon, out))
+        return out
+
+    _walk(body, env, attrs, lambda t: t, node)
+    return found
+
+
 def body_types(body: Call, operands: Sequence[str], ts: Sequence[TensorType], attrs: Attrs):
     """Infer the body; returns the result type (first) of each node, bottom-up."""
     env = dict(zip(operands, ts, strict=True))

@@ -6,9 +6,18 @@ import json
 
 import numpy as np
 import pytest
-from extract_helpers import DATA
+from extract_helpers import DATA, egraphs
+from hypothesis import given, settings
 
-from eqsat.extract import EGraph, EGraphFormatError, NodeSpec, UnknownClassError, load_egraph
+from eqsat.extract import (
+    EGraph,
+    EGraphFormatError,
+    NodeSpec,
+    NoTermError,
+    UnknownClassError,
+    greedy_extract,
+    load_egraph,
+)
 
 
 def test_load_shared_subterm_file() -> None:
@@ -119,3 +128,26 @@ def test_python_child_class_without_nodes() -> None:
         EGraph.from_nodes([NodeSpec("a", "f", "A", ("Z",))])
     with pytest.raises(EGraphFormatError, match="duplicate node id 'a'"):
         EGraph.from_nodes([NodeSpec("a", "f", "A"), NodeSpec("a", "g", "B")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(egraphs(max_classes=8))
+def test_json_round_trip_keeps_extraction(g: EGraph) -> None:
+    again = EGraph.from_json(json.dumps(g.to_json_dict()))
+    try:
+        before = greedy_extract(g)
+    except NoTermError:
+        with pytest.raises(NoTermError):
+            greedy_extract(again)
+        return
+    after = greedy_extract(again)
+    assert after.choice == before.choice and after.dag_cost == before.dag_cost
+
+
+def test_with_costs_drives_the_choice() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    assert greedy_extract(g).choice["A"] == "a_leaf"
+    cheap_g = g.with_costs({"a_leaf": float("inf"), "s": 0.5})  # inf: never choose
+    ext = greedy_extract(cheap_g)
+    assert ext.choice["A"] == "a_of_s"
+    assert ext.dag_cost == 1 + 1.5 + 1.5 - 0.5  # s shared by g(s) and h(s)

@@ -15,6 +15,8 @@ from eqsat.extract import (
     ilp_extract,
     load_egraph,
 )
+from eqsat.extract.highs_run import KILLED, _solve_in_child
+from eqsat.extract.ilp import _Model
 from eqsat.extract.prune import prune
 
 
@@ -112,3 +114,17 @@ def test_zero_time_limit_falls_back_to_greedy_or_reports_limit() -> None:
     assert ext.dag_cost <= 9.0
     if ext.status == FELL_BACK:
         assert ext.dag_cost == 9.0 and "greedy" in ext.detail
+
+
+def test_isolated_solver_process_gives_the_same_answer() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    ext = ilp_extract(g, time_limit=30, isolate=True)
+    assert ext.status == OPTIMAL and ext.dag_cost == 7.0
+
+
+def test_hard_deadline_kills_the_solver_process() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    model = _Model(g, prune(g, list(g.roots)), list(g.roots), upper=9.0)
+    out = _solve_in_child(model.problem, {"time_limit": 10.0}, deadline=0.01)
+    assert out.status == KILLED and out.x is None
+    assert "hard deadline" in out.message
