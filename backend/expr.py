@@ -1,0 +1,153 @@
+"""Tile expressions: the vector-unit program of an elementwise kernel or an epilogue.
+
+Leaves are operands loaded tile by tile (or a tile the kernel already holds, like a
+matmul accumulator); immediates are constants folded into instructions. Operators are
+those of the ISA: `Un` (unary), `Bin` (binary), `Cvt` (store into another dtype:
+rounds and saturates), `Requant` (i32 -> i8 by a fixed-point multiplier). Floats are
+computed in f32 tiles and integers in i32 tiles; only the root writes the output dtype,
+which is how a fused kernel avoids rounding its intermediates.
+
+Subtrees without leaves fold to an `Imm` with exactly the machine's arithmetic
+(hwsim.semantics), so folding never changes a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwsim import semantics
+from hwsim.dtypes import is_float, to_value
+
+from .views import Imm
+
+
+@dataclass(frozen=True)
+class Leaf:
+    index: int
+
+
+@dataclass(frozen=True)
+class Un:
+    op: str
+    x: Expr
+    imm: float | None = None
+
+
+@dataclass(frozen=True)
+class Bin:
+    op: str
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Cvt:
+    dtype: str
+    x: Expr
+
+
+@dataclass(frozen=True)
+class Requant:
+    x: Expr
+    multiplier: int
+    shift: int
+    zero_point: int
+
+
+Expr = Leaf | Imm | Un | Bin | Cvt | Requant
+COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype intermediates of this kind are computed in."""
+    return "f32" if is_float(dtype) else "i32"
+
+
+def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
+    """The dtype an expression node produces (intermediates: f32 or i32)."""
+    match e:
+        case Leaf(index=i):
+            return leaf_dtypes[i]
+        case Imm(dtype=d):
+            return d
+        case Cvt(dtype=d):
+            return d
+        case Requant():
+            return "i8"
+        case Un(x=x):
+            return compute_dtype(dtype_of(x, leaf_dtypes))
+        case Bin(a=a):
+            return compute_dtype(dtype_of(a, leaf_dtypes))
+    raise TypeError(e)
+
+
+def _array(v: Imm) -> np.ndarray:
+    return np.full((1, 1), v.value, dtype=np.float32 if is_float(v.dtype) else np.int64)
+
+
+def fold(e: Expr) -> Expr:
+    """Fold every subtree without leaves into an Imm (machine arithmetic)."""
+    match e:
+        case Leaf() | Imm():
+            return e
+        case Un(op=op, x=x, imm=imm):
+            x = fold(x)
+            if isinstance(x, Imm):
+                d = compute_dtype(x.dtype)
+                return _imm(semantics.unary(op, _array(x), imm), d)
+            return Un(op, x, imm)
+        case Bin(op=op, a=a, b=b):
+            a, b = fold(a), fold(b)
+            if isinstance(a, Imm) and isinstance(b, Imm):
+                d = compute_dtype(a.dtype)
+                return _imm(semantics.binary(op, _array(a), _array(b)), d)
+            return Bin(op, a, b)
+        case Cvt(dtype=d, x=x):
+            x = fold(x)
+            return _imm(_array(x), d) if isinstance(x, Imm) else Cvt(d, x)
+        case Requant(x=x):
+            x = fold(x)
+            if isinstance(x, Imm):
+                q = semantics.requantize(_array(x), e.multiplier, e.shift, e.zero_point, "even")
+                return _imm(q, "i8")
+            return Requant(x, e.multiplier, e.shift, e.zero_point)
+    raise TypeError(e)
+
+
+def _imm(values: np.ndarray, dtype: str) -> Imm:
+    v = to_value(np.asarray(values).reshape(1, 1), dtype)
+    return Imm(float(v[0, 0]), dtype)
+
+
+def leaves_of(e: Expr) -> set[int]:
+    match e:
+        case Leaf(index=i):
+            return {i}
+        case Imm():
+            return set()
+        case Bin(a=a, b=b):
+            return leaves_of(a) | leaves_of(b)
+    return leaves_of(e.x)  # type: ignore[union-attr]
+
+
+def ops_of(e: Expr) -> list[Expr]:
+    """Operator nodes bottom-up (each once per occurrence)."""
+    match e:
+        case Leaf() | Imm():
+            return []
+        case Bin(a=a, b=b):
+            return [*ops_of(a), *ops_of(b), e]
+    return [*ops_of(e.x), e]  # type: ignore[union-attr]
+
+
+def requant_params(scale: float) -> tuple[int, int]:
+    """(multiplier < 2**31, shift <= 62) with multiplier / 2**shift closest to scale."""
+    if scale <= 0:
+        raise ValueError(scale)
+    shift = 62
+    while shift > 0 and round(scale * 2.0**shift) >= 2**31:
+        shift -= 1
+    mult = round(scale * 2.0**shift)
+    return min(mult, 2**31 - 1), shift

@@ -1,0 +1,256 @@
+"""The tiled GEMM loop every matrix kernel (matmul, batched matmul, conv) runs.
+
+Loop order is the cost model's canonical one (hwsim/costmodel.py; the generator in
+tests/hwsim/hwsim_programs.py): output-stationary, for each batch index, each (m, n)
+output tile, each k tile: load A and B tiles (double buffered), matmul-accumulate;
+then the epilogue reads the accumulator, applies the fused ops on the tile, and the
+tile is stored. With one k tile an A row panel stays resident across the n loop, and
+with one n tile too, B is loaded once per batch index.
+
+Operands come through loaders (how a tile of A or B is fetched: one strided DMA, an
+on-chip transpose, or several DMAs for a convolution's patches); the epilogue is an
+`OutWriter` (writes the tile, possibly transposed, through a tile expression).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from hwsim.isa import Instr, Matmul, Move, Tile, Transpose
+
+from .emit import KernelBuilder, Pipeline, sub
+from .expr import Expr, Leaf, Un
+from .space import Operand, Pos, Space, dram
+from .tileexpr import TileExpr
+
+
+class Loader(Protocol):
+    """Fetches rows [r0, r0+rn) x cols [c0, c0+cn) of one operand matrix."""
+
+    dtype: str
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None: ...
+
+    def load(self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int) -> list: ...
+
+    def ready(self, slot: int, rn: int, cn: int) -> tuple[list[Instr], Tile]: ...
+
+
+class StridedLoader:
+    """A matrix view whose columns (mode n) or rows (mode t) are contiguous in DRAM.
+
+    Mode t loads the transposed block (cols x rows) and transposes it on chip.
+    """
+
+    def __init__(self, op: Operand, row_axis: int, col_axis: int, mode: str) -> None:
+        self.op, self.ra, self.ca, self.mode = op, row_axis, col_axis, mode
+        self.dtype = op.dtype
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
+        shape = (rows, cols) if self.mode == "n" else (cols, rows)
+        self.slots = kb.alloc2(*shape, self.dtype)
+        self.tr = kb.alloc(rows, cols, self.dtype) if self.mode == "t" else None
+
+    def _offset(self, bidx: tuple, r0: int, c0: int) -> int:
+        s = self.op.strides
+        nb = len(bidx)
+        return (
+            self.op.offset
+            + sum(i * st for i, st in zip(bidx, s[:nb], strict=True))
+            + (r0 * s[self.ra] + c0 * s[self.ca])
+        )
+
+    def load(self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int) -> list:
+        off = self._offset(bidx, r0, c0)
+        s = self.op.strides
+        if self.mode == "n":
+            return [(sub(self.slots[slot], rn, cn), dram(self.op, off, rn, cn, s[self.ra]))]
+        return [(sub(self.slots[slot], cn, rn), dram(self.op, off, cn, rn, s[self.ca]))]
+
+    def ready(self, slot: int, rn: int, cn: int) -> tuple[list[Instr], Tile]:
+        if self.mode == "n":
+            return [], sub(self.slots[slot], rn, cn)
+        t = sub(self.tr, rn, cn)  # type: ignore[arg-type]
+        return [Transpose(dst=t, src=sub(self.slots[slot], cn, rn))], t
+
+
+@dataclass
+class OutWriter:
+    """Epilogue: out tile = expr(acc, operands...), stored into `out` over `space`.
+
+    Leaf(0) of `expr` is the accumulator tile. With `transpose`, the output tile is the
+    transposed accumulator (conv: pixels x channels -> channels x pixels).
+    """
+
+    out: Operand
+    space: Space
+    expr: Expr | None
+    operands: list[Operand | None]
+    acc_dtype: str
+    transpose: bool = False
+    out_slots: int = 2
+
+    def alloc(self, kb: KernelBuilder, tm: int, tn: int, zero: Operand | None) -> None:
+        rt, ct = (tn, tm) if self.transpose else (tm, tn)
+        self.kb = kb
+        self.act = _move_act(self.expr)
+        self.tx = None
+        if self.act is None:
+            self.tx = TileExpr(
+                kb,
+                self.space,
+                self.expr,
+                self.operands,  # type: ignore[arg-type]
+                {0: self.acc_dtype},
+                self.out.dtype,
+                rt,
+                ct,
+                zero,
+            )
+            if self.transpose:
+                self.tacc = kb.alloc(rt, ct, self.acc_dtype)
+        self.outs = [kb.alloc(rt, ct, self.out.dtype) for _ in range(self.out_slots)]
+
+    def prologue(self, pipe: Pipeline) -> None:
+        if self.tx is not None:
+            self.tx.prologue(pipe)
+
+    def pos(self, bidx: tuple, m0: int, rm: int, n0: int, rn: int) -> Pos:
+        if self.transpose:
+            return Pos((*bidx, n0, m0), rn, rm)
+        return Pos((*bidx, m0, n0), rm, rn)
+
+    def loads(self, pipe: Pipeline, pos: Pos):
+        if self.tx is None:
+            return None, []
+        return pipe.load("e", self.tx.loads(pos, pipe.slot("e")), pend=False)
+
+    def finish(self, pipe: Pipeline, pos: Pos, gen, tokens: list[str], acc: Tile) -> None:
+        slot = (gen[1] % 2) if gen is not None else 0
+        pipe.wait_for(tokens)
+        pipe.begin_out()
+        o = sub(self.outs[pipe.out_slot()], pos.rows, pos.cols)
+        instrs: list[Instr] = []
+        if self.act is not None and self.transpose:
+            instrs.append(Transpose(dst=o, src=acc))
+            if self.act == "relu":
+                instrs.append(Move(dst=o, src=o, act="relu"))
+        elif self.act is not None:
+            instrs.append(Move(dst=o, src=acc, act=self.act))
+        else:
+            given = acc
+            if self.transpose:
+                given = sub(self.tacc, pos.rows, pos.cols)
+                instrs.append(Transpose(dst=given, src=acc))
+            instrs += self.tx.compute(pos, slot, o, {0: given})  # type: ignore[union-attr]
+        pipe.compute(instrs)
+        pipe.release(gen)
+        ref = dram(
+            self.out, pos.offset(self.out), pos.rows, pos.cols, self.out.strides[self.space.row]
+        )
+        pipe.store([(ref, o)])
+
+
+def _move_act(expr: Expr | None) -> str | None:
+    """The Move activation that is the whole epilogue, or None if it needs vector ops."""
+    if expr is None or expr == Leaf(0):
+        return "none"
+    if expr == Un("relu", Leaf(0)):
+        return "relu"
+    return None
+
+
+@dataclass(frozen=True)
+class Gemm:
+    batch: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    dtype: str  # matrix input dtype
+    acc_dtype: str  # f32 or i32
+
+
+def emit_gemm(
+    kb: KernelBuilder,
+    g: Gemm,
+    tile: tuple[int, int, int],
+    a: Loader,
+    b: Loader,
+    writer: OutWriter,
+    zero: Operand | None,
+) -> None:
+    tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
+    nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
+    a_res, b_res = nk == 1, nk == 1 and nn == 1
+    a.alloc(kb, tm, tk)
+    b.alloc(kb, tk, tn)
+    acc_full = kb.alloc(tm, tn, g.acc_dtype, "acc")
+    writer.alloc(kb, tm, tn, zero)
+    pipe = Pipeline(kb, "g", writer.out_slots)
+    writer.prologue(pipe)
+    for bidx in itertools.product(*(range(d) for d in g.batch)):
+        bgen = None
+        for m0 in range(0, g.m, tm):
+            rm = min(tm, g.m - m0)
+            agen = None
+            if a_res:
+                aslot = pipe.slot("a")
+                agen, _ = pipe.load("a", a.load(aslot, bidx, m0, rm, 0, g.k))
+                a_pre, a_tile = a.ready(aslot, rm, g.k)
+                pipe.compute(a_pre)
+                if a_pre:
+                    pipe.release(agen)
+                    agen = None
+            for n0 in range(0, g.n, tn):
+                rn = min(tn, g.n - n0)
+                pos = writer.pos(bidx, m0, rm, n0, rn)
+                egen, etok = writer.loads(pipe, pos)
+                if b_res and bgen is None and m0 == 0:
+                    bslot = pipe.slot("b")
+                    bgen, _ = pipe.load("b", b.load(bslot, bidx, 0, g.k, n0, rn))
+                    b_pre, b_tile = b.ready(bslot, g.k, rn)
+                    pipe.compute(b_pre)
+                    if b_pre:
+                        pipe.release(bgen)
+                        bgen = "done"
+                for k0 in range(0, g.k, tk):
+                    rk = min(tk, g.k - k0)
+                    slot = pipe.slot("k")
+                    pairs = [] if a_res else a.load(slot, bidx, m0, rm, k0, rk)
+                    if not b_res:
+                        pairs += b.load(slot, bidx, k0, rk, n0, rn)
+                    kgen, _ = pipe.load("k", pairs)
+                    pre: list[Instr] = []
+                    if not a_res:
+                        a_pre, a_tile = a.ready(slot, rm, rk)
+                        pre += a_pre
+                    if not b_res:
+                        b_pre, b_tile = b.ready(slot, rk, rn)
+                        pre += b_pre
+                    mode = "overwrite" if k0 == 0 else "accumulate"
+                    acc = sub(acc_full, rm, rn)
+                    pipe.compute([*pre, Matmul(acc=acc, a=a_tile, b=b_tile, mode=mode)])
+                    pipe.release(kgen)
+                if a_res and agen is not None and n0 + tn >= g.n:
+                    pipe.release(agen)
+                if b_res and bgen not in (None, "done") and m0 + tm >= g.m:
+                    pipe.release(bgen)
+                writer.finish(pipe, pos, egen, etok, sub(acc_full, rm, rn))
+
+
+def sram_need(
+    g: Gemm,
+    tile: tuple[int, int, int],
+    itemsizes: tuple[int, int, int, int],
+    modes: str = "nn",
+    out_slots: int = 2,
+) -> int:
+    """SRAM bytes of the operand and output slots for a tile, plus `extra` per output
+    element (the epilogue); a transposed operand (mode t) needs a third buffer."""
+    tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
+    sa, sb, so, extra = itemsizes
+    na, nb = (2 + (m == "t") for m in modes)
+    return na * tm * tk * sa + nb * tk * tn * sb + (out_slots * so + extra) * tm * tn

@@ -1,0 +1,345 @@
+"""Lowering of matrix products, convolutions and fused kernels.
+
+A fused op is lowered from its composition (its registry body): the contraction in it
+(matmul, matmul_nt, qmatmul, conv2d) becomes the GEMM kernel and everything above it
+becomes the epilogue, a tile expression applied to the accumulator before the store -
+bias, relu, gelu, residual add - so the intermediate never goes to DRAM. A body
+without a contraction is one elementwise kernel. Where the epilogue broadcasts the
+product to a larger shape, the product goes to an f32/i32 buffer and the epilogue
+runs as its own elementwise kernel (same numbers, more traffic).
+
+Tiles are the cost model's (hwsim.costmodel picks them for exactly this loop), shrunk
+only if the epilogue's SRAM does not fit next to them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from eqsat.costs import kernel_work
+from eqsat.ir.graph import Node
+from eqsat.ir.types import TensorType
+from eqsat.ops import REGISTRY, OpKind
+from eqsat.ops.fused import AttrRef, Call
+from hwsim.costmodel import KernelWork, matmul_tiling_cost
+from hwsim.dtypes import ITEMSIZE
+
+from .compiler import Compiler
+from .contract import acc_dtype, emit_conv, emit_matmul, matrix_mode
+from .errors import BackendError
+from .ewise import emit_ewise
+from .ewise_ops import EXPR
+from .expr import Bin, Expr, Leaf
+from .gemm import Gemm, sram_need
+from .layouts import contraction_op
+from .rowwise import emit_reduce
+from .space import Operand, Space
+from .tileexpr import bytes_per_element, leaf_class
+from .views import Imm, Value, View
+
+MARGIN = 2048  # SRAM bytes for broadcast operand rows and alignment
+
+
+def lower_contraction(c: Compiler, i: int, node: Node) -> Value:
+    args = [c.value(j) for j in node.inputs]
+    types = [c.graph.nodes[j].type for j in node.inputs]
+    return contraction(c, i, node, node.op, args, types, node.attr_dict, None, [])
+
+
+def lower_fused(c: Compiler, i: int, node: Node) -> Value:
+    op = node.opdef
+    env = {
+        name: (c.value(j), c.graph.nodes[j].type)
+        for name, j in zip(op.operands, node.inputs, strict=True)
+    }
+    cop = contraction_op(node.op)
+    first = 1 if cop else 0
+    leaves: list[View] = []
+    index: dict[str, int] = {}
+    found: list[Call] = []
+
+    def walk(e, root: bool) -> Expr:
+        if isinstance(e, str):
+            v = env[e][0]
+            if isinstance(v, Imm):
+                return v
+            if e not in index:
+                index[e] = first + len(leaves)
+                leaves.append(v)
+            return Leaf(index[e])
+        if REGISTRY[e.op].kind in (OpKind.MATMUL, OpKind.CONV):
+            found.append(e)
+            return Leaf(0)
+        if e.op not in EXPR:
+            raise BackendError(f"fused op '{node.op}': no lowering for '{e.op}' in its body")
+        args = [walk(a, False) for a in e.args]
+        attrs = {k: node.attr(v.name) if isinstance(v, AttrRef) else v for k, v in e.attrs.items()}
+        attrs = REGISTRY[e.op].bind_attrs(attrs)
+        out = node.type.dtype.value if root else ("f32" if node.type.dtype.is_float else "i32")
+        return EXPR[e.op](args, attrs, [], out)
+
+    from .lowering import expr_value
+
+    expr = walk(op.composition, True)
+    if not found:
+        return expr_value(c, i, node, expr, leaves)
+    call = found[0]
+    if not all(isinstance(a, str) for a in call.args):
+        raise BackendError(f"fused op '{node.op}': its {call.op} must take operands directly")
+    cattrs = {k: node.attr(v.name) if isinstance(v, AttrRef) else v for k, v in call.attrs.items()}
+    cattrs = REGISTRY[call.op].bind_attrs(cattrs)
+    args = [env[a][0] for a in call.args]  # type: ignore[index]
+    types = [env[a][1] for a in call.args]  # type: ignore[index]
+    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves)
+
+
+def contraction(
+    c: Compiler,
+    i: int,
+    node: Node,
+    cop: str,
+    args: list[Value],
+    types: list[TensorType],
+    cattrs: dict,
+    epi: Expr | None,
+    leaves: list[View],
+) -> View:
+    cdef = REGISTRY[cop]
+    ctype = cdef.type_of(types, cattrs)
+    views = [c.as_view(v, t.shape, c.label(i)) for v, t in zip(args, types, strict=True)]
+    work = model_work(c, node, cop, types, cattrs)
+    if epi is not None and ctype.shape != node.type.shape:
+        acc = acc_dtype(types[0].dtype.value)
+        tmp = c.new_buffer(acc, ctype.shape, c.label(i) + ".acc")
+        _emit(c, i, node, cop, views, cattrs, tmp, None, [], work)
+        out = c.alloc_value(i, node, keep_last=False)
+        ins = [tmp, *leaves]
+        c.add_kernel(
+            c.kernel_name(i, ".epilogue"),
+            i,
+            "main",
+            lambda kb: emit_ewise(kb, out, epi, ins, c.zero()),
+            ins,
+            [out],
+        )
+        return out
+    out = c.alloc_value(i, node, keep_last=True)
+    _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work)
+    return out
+
+
+def model_work(c: Compiler, node: Node, cop: str, types, cattrs) -> KernelWork:
+    """The cost model's view of this kernel: the contraction's GEMM dimensions with the
+    fused node's bytes and epilogue work (eqsat.costs.kernel_work prices a fused conv
+    with the inner op's default attributes, so the dimensions are taken from `cop`)."""
+    ctype = REGISTRY[cop].type_of(types, cattrs)
+    base = kernel_work(cop, types, ctype, cattrs)
+    in_types = [c.graph.nodes[j].type for j in node.inputs]
+    flops = node.opdef.flops(in_types, node.type, node.attr_dict)
+    return replace(
+        base,  # type: ignore[type-var]
+        vector_ops=max(0, flops - 2 * base.macs),  # type: ignore[union-attr]
+        bytes_in=node.opdef.bytes_read(in_types),
+        bytes_out=node.opdef.bytes_written(node.type),
+    )
+
+
+def _pow2(unit: int, limit: int) -> list[int]:
+    sizes, s = [], unit
+    while s < limit:
+        sizes.append(s)
+        s *= 2
+    return [*sizes, limit]
+
+
+def choose_tile(c: Compiler, work: KernelWork, g: Gemm, sizes, modes: str) -> tuple[tuple, int]:
+    """(tile, output slots): the tile the cost model prices cheapest among those whose
+    real SRAM need (epilogue and transpose buffers included) fits - with two output
+    slots if possible, else one - so the model's own choice whenever it fits."""
+    hw = c.hw
+    best, best_key = None, None
+    for tm in _pow2(hw.array_rows, g.m):
+        for tn in _pow2(hw.array_cols, g.n):
+            if 4 * tm * tn > hw.acc_bytes:
+                continue
+            for slots in (2, 1):
+                fits = [
+                    tk
+                    for tk in _pow2(hw.array_rows, g.k)
+                    if sram_need(g, (tm, tn, tk), sizes, modes, slots) + MARGIN <= hw.sram_bytes
+                ]
+                if fits:
+                    break
+            for tk in fits[-1:]:  # the largest k tile, as the model does
+                cost = matmul_tiling_cost(hw, work, (tm, tn, tk))
+                key = (cost.cycles, cost.dram_bytes, -slots)
+                if best_key is None or key < best_key:
+                    best, best_key = ((tm, tn, tk), slots), key
+    if best is not None:
+        return best
+    return _fit(c, g, (hw.array_rows, hw.array_cols, hw.array_rows), sizes, modes), 1
+
+
+def _fit(
+    c: Compiler, g: Gemm, tile, sizes: tuple[int, int, int, int], modes: str
+) -> tuple[int, int, int]:
+    """The model's tile, shrunk until the epilogue fits too: N first (no extra DRAM
+    traffic once B is re-read anyway), then M, then K (which makes A re-read)."""
+    tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
+    hw = c.hw
+    while sram_need(g, (tm, tn, tk), sizes, modes, 1) + MARGIN > hw.sram_bytes or (
+        4 * tm * tn > hw.acc_bytes
+    ):
+        if tn > hw.array_cols:
+            tn = math.ceil(tn / 2)
+        elif tm > hw.array_rows:
+            tm = math.ceil(tm / 2)
+        elif tk > hw.array_rows:
+            tk = math.ceil(tk / 2)
+        elif max(tm, tn, tk) > 1:
+            tm, tn, tk = max(1, tm // 2), max(1, tn // 2), max(1, tk // 2)
+        else:
+            raise BackendError(f"{g}: no matmul tile fits the SRAM of {hw.name}")
+    return tm, tn, tk
+
+
+def _epi_leaves(
+    c: Compiler, i: int, leaves: list[View], space: Space, rt: int, ct: int
+) -> list[View]:
+    out = []
+    for v in leaves:
+        op = Operand.of(v, space.shape)
+        if leaf_class(op, space, max(rt, 2), max(ct, 2)) is None:
+            v = c.materialize(v.broadcast_to(space.shape), c.label(i), i)
+        out.append(v)
+    return out
+
+
+def _epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc: str) -> int:
+    if epi is None:
+        return 0
+    ops = [None] + [Operand.of(v, space.shape) for v in leaves]
+    return bytes_per_element(epi, ops, space, out, {0: acc})
+
+
+def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
+    if cop == "conv2d":
+        _conv(c, i, node, views, cattrs, out, epi, leaves, work)
+        return
+    a, b = views
+    if cop == "matmul_nt":
+        r = len(b.shape)
+        b = b.permute((*range(r - 2), r - 1, r - 2))
+    if matrix_mode(a) is None:
+        a = c.materialize(a, c.label(i), i)
+    if matrix_mode(b) is None:
+        b = c.materialize(b, c.label(i), i)
+    if cop == "qmatmul":
+        epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, out)
+    batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
+    g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
+    space = Space(out.shape, len(batch), len(batch) + 1)
+    leaves = _epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
+    s = ITEMSIZE[a.dtype]
+    sizes = (s, s, ITEMSIZE[out.dtype], _epi_bytes(epi, leaves, space, out.dtype, g.acc_dtype))
+    tile, slots = choose_tile(c, work, g, sizes, matrix_mode(a) + matrix_mode(b))  # type: ignore[operator]
+    zero = c.zero
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_matmul(kb, a, b, out, epi, leaves, tile, zero(), slots),
+        [a, b, *leaves],
+        [out],
+    )
+
+
+def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, out):
+    """(a - za) @ (b - zb) = a@b - za*colsum(b) - zb*rowsum(a) + K*za*zb."""
+    za, zb = int(attrs["a_zero"]), int(attrs["b_zero"])
+    k = a.shape[-1]
+    q: Expr = Leaf(0)
+    extra: list[View] = []
+    base = 1 + len(leaves)
+    if za:
+        bt = b.permute((*range(len(b.shape) - 2), len(b.shape) - 1, len(b.shape) - 2))
+        cs = _row_sums(c, i, bt, ".colsum")
+        extra.append(cs.reshape((*cs.shape[:-1], 1, cs.shape[-1])))  # type: ignore[arg-type]
+        q = Bin("sub", q, Bin("mul", Leaf(base), Imm(za, "i32")))
+    if zb:
+        rs = _row_sums(c, i, a, ".rowsum")
+        extra.append(rs.reshape((*rs.shape, 1)))  # type: ignore[arg-type]
+        q = Bin("sub", q, Bin("mul", Leaf(base + len(extra) - 1), Imm(zb, "i32")))
+    if za and zb:
+        q = Bin("add", q, Imm(k * za * zb, "i32"))
+    if epi is not None:
+        q = _substitute(epi, q)
+    return q, [*leaves, *extra]
+
+
+def _row_sums(c: Compiler, i: int, x: View, suffix: str) -> View:
+    if x.shape[-1] > 1 and x.strides[-1] != 1:
+        x = c.materialize(x, c.label(i) + suffix, i)
+    out = c.new_buffer("i32", x.shape[:-1], c.label(i) + suffix)
+    c.add_kernel(
+        c.kernel_name(i, suffix),
+        i,
+        "prep",
+        lambda kb: emit_reduce(kb, x, out, "sum", False),
+        [x],
+        [out],
+    )
+    return out
+
+
+def _substitute(e: Expr, by: Expr) -> Expr:
+    from dataclasses import fields, replace
+
+    if e == Leaf(0):
+        return by
+    if isinstance(e, Leaf | Imm):
+        return e
+    return replace(
+        e,
+        **{
+            f.name: _substitute(getattr(e, f.name), by)
+            for f in fields(e)
+            if f.name in ("x", "a", "b")
+        },
+    )
+
+
+def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
+    from .conv_prep import conv_inputs
+
+    x, w = views
+    n, ch, _, _ = x.shape
+    o, _, kh, kw = w.shape
+    ho, wo = out.shape[2], out.shape[3]
+    xp, w2, geom = conv_inputs(
+        c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo)
+    )
+    out3 = out.reshape((n, o, ho * wo))
+    assert out3 is not None
+    space = Space(out3.shape, 1, 2)
+    l3 = []
+    for v in leaves:
+        b = v.broadcast_to(out.shape)
+        r = b.reshape(out3.shape)
+        l3.append(r if r is not None else c.materialize(b, c.label(i), i).reshape(out3.shape))
+    l3 = _epi_leaves(c, i, l3, space, c.hw.array_cols, c.hw.array_rows)
+    g = Gemm((n,), ho * wo, o, kh * kw * ch, x.dtype, acc_dtype(x.dtype))
+    s = ITEMSIZE[x.dtype]
+    extra = _epi_bytes(epi, l3, space, out.dtype, g.acc_dtype) + 4
+    sizes = (s, s, ITEMSIZE[out.dtype], extra)
+    tile, slots = choose_tile(c, work, g, sizes, "n" + matrix_mode(w2))  # type: ignore[operator]
+    zero = c.zero
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_conv(kb, xp, geom, w2, out3, epi, l3, tile, zero(), slots),
+        [xp, w2, *l3],
+        [out3],
+    )

@@ -1,0 +1,255 @@
+"""The lowering table: one entry per registry op (DESIGN: "adding an op is one entry
+plus its lowering"). Each entry maps (compiler, node index, node) to the node's value.
+
+Families: leaves become input buffers or immediates; layout ops become views (a copy
+only where a view cannot express the result); elementwise, cast and quantization ops
+become one streaming kernel of a tile expression (ewise_ops.py); reductions, softmax
+and layernorm are row kernels; matmul/conv and every fused kernel go through
+lower_contract.py. Ops whose inputs are all immediates are folded by the reference
+semantics when the result is again uniform.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eqsat.interpreter import narrow
+from eqsat.ir.graph import Node
+from eqsat.ops import REGISTRY, OpKind
+
+from .compiler import Compiler, _inverse
+from .ewise import emit_ewise
+from .ewise_ops import EXPR
+from .expr import Cvt, Expr, Leaf, fold
+from .lower_contract import lower_contraction, lower_fused
+from .rowwise import emit_reduce, emit_rows
+from .views import Imm, Value, View
+
+# ---------------------------------------------------------------- leaves
+
+
+def lower_leaf(c: Compiler, i: int, node: Node) -> Value:
+    t = node.type
+    perm = c.prefs.get(i) if node.op == "param" else None
+    return c.input_buffer(str(node.attr("name")), t.dtype.value, t.shape, perm)
+
+
+def lower_const(c: Compiler, i: int, node: Node) -> Value:
+    value = node.opdef.ref([], {**node.attr_dict, "shape": ()})
+    stored = narrow(value, node.type.dtype)
+    return Imm(float(np.asarray(stored, dtype=np.float64)), node.type.dtype.value)
+
+
+def fold_node(c: Compiler, node: Node) -> Imm | None:
+    """The node's value if all operands are immediates and the result is uniform."""
+    args = [c.value(j) for j in node.inputs]
+    if not args or not all(isinstance(a, Imm) for a in args):
+        return None
+    arrays = []
+    for a, j in zip(args, node.inputs, strict=True):
+        t = c.graph.nodes[j].type
+        compute = np.float32 if t.dtype.is_float else t.dtype.np_dtype
+        arrays.append(np.full(t.shape, a.value, dtype=compute))  # type: ignore[union-attr]
+    with np.errstate(all="ignore"):
+        out = np.asarray(narrow(node.opdef.ref(arrays, node.attr_dict), node.type.dtype))
+    flat = out.reshape(-1).astype(np.float64)
+    if flat.size == 0 or not (np.all(flat == flat[0]) or np.all(np.isnan(flat))):
+        return None
+    return Imm(float(flat[0]), node.type.dtype.value)
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def expr_value(c: Compiler, i: int, node: Node, expr: Expr, leaves: list[View]) -> Value:
+    if not leaves:
+        return fold(Cvt(node.type.dtype.value, expr))  # type: ignore[return-value]
+    out = c.alloc_value(i, node, keep_last=False)
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
+        leaves,
+        [out],
+    )
+    return out
+
+
+def operand_exprs(c: Compiler, node: Node) -> tuple[list[Expr], list[View]]:
+    exprs: list[Expr] = []
+    leaves: list[View] = []
+    for j in node.inputs:
+        v = c.value(j)
+        if isinstance(v, Imm):
+            exprs.append(v)
+        else:
+            exprs.append(Leaf(len(leaves)))
+            leaves.append(v)
+    return exprs, leaves
+
+
+def lower_ewise(c: Compiler, i: int, node: Node) -> Value:
+    exprs, leaves = operand_exprs(c, node)
+    dts = [c.graph.nodes[j].type.dtype.value for j in node.inputs]
+    expr = EXPR[node.op](exprs, node.attr_dict, dts, node.type.dtype.value)
+    return expr_value(c, i, node, expr, leaves)
+
+
+# ---------------------------------------------------------------- layout
+
+
+def _x(c: Compiler, node: Node) -> Value:
+    return c.value(node.inputs[0])
+
+
+def lower_reshape(c: Compiler, i: int, node: Node) -> Value:
+    v, shape = _x(c, node), tuple(node.attr("shape"))  # type: ignore[arg-type]
+    if isinstance(v, Imm):
+        return v
+    r = v.reshape(shape)
+    return r if r is not None else c.materialize(v, c.label(i)).reshape(shape)  # type: ignore[return-value]
+
+
+def lower_transpose(c: Compiler, i: int, node: Node) -> Value:
+    v = _x(c, node)
+    return v if isinstance(v, Imm) else v.permute(tuple(node.attr("perm")))  # type: ignore[arg-type]
+
+
+def lower_slice(c: Compiler, i: int, node: Node) -> Value:
+    v = _x(c, node)
+    if isinstance(v, Imm):
+        return v
+    return v.slice(tuple(node.attr("starts")), tuple(node.attr("ends")))  # type: ignore[arg-type]
+
+
+def lower_broadcast(c: Compiler, i: int, node: Node) -> Value:
+    v = _x(c, node)
+    return v if isinstance(v, Imm) else v.broadcast_to(node.type.shape)
+
+
+def lower_concat(c: Compiler, i: int, node: Node) -> Value:
+    axis = int(node.attr("axis"))  # type: ignore[arg-type]
+    out = c.alloc_value(i, node, keep_last=False)
+    pieces, start = [], 0
+    for j in node.inputs:
+        t = c.graph.nodes[j].type
+        starts = tuple(start if a == axis else 0 for a in range(t.rank))
+        ends = tuple(start + t.shape[a] if a == axis else out.shape[a] for a in range(t.rank))
+        pieces.append((out.slice(starts, ends), c.value(j)))
+        start += t.shape[axis]
+
+    def emit(kb) -> None:
+        for k, (dst, v) in enumerate(pieces):
+            if k:
+                kb.fence()
+            leaves = [] if isinstance(v, Imm) else [v]
+            emit_ewise(kb, dst, v if isinstance(v, Imm) else Leaf(0), leaves, c.zero())
+
+    reads = [v for _, v in pieces if isinstance(v, View)]
+    c.add_kernel(c.kernel_name(i), i, "main", emit, reads, [out])
+    return out
+
+
+# ---------------------------------------------------------------- rows
+
+
+def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
+    x = c.as_view(_x(c, node), c.graph.nodes[node.inputs[0]].type.shape, c.label(i))
+    axes = tuple(node.attr("axes"))  # type: ignore[arg-type]
+    kept = tuple(a for a in range(len(x.shape)) if a not in axes)
+    if not axes:
+        return expr_value(c, i, node, Leaf(0), [x])
+    kshape = tuple(x.shape[a] for a in kept)
+    k = int(np.prod([x.shape[a] for a in axes]))
+    xv = x.permute(kept + axes)
+    xr = xv.reshape((*kshape, k))
+    if xr is None or (k > 1 and xr.strides[-1] != 1):
+        xr = c.materialize(xv, c.label(i)).reshape((*kshape, k))
+    out = c.new_buffer(node.type.dtype.value, kshape, c.label(i))
+    op = "max" if node.op == "reduce_max" else "sum"
+    mean = node.op == "reduce_mean"
+    c.add_kernel(
+        c.kernel_name(i), i, "main", lambda kb: emit_reduce(kb, xr, out, op, mean), [xr], [out]
+    )
+    return out.reshape(node.type.shape)  # type: ignore[return-value]
+
+
+def _row_operand(c: Compiler, v: Value, shape: tuple[int, ...], label: str) -> View:
+    v = c.as_view(v, shape, label)
+    if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
+        v = c.materialize(v, label)
+    return v
+
+
+def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
+    shape = node.type.shape
+    axis = int(node.attr("axis"))  # type: ignore[arg-type]
+    perm = (*(a for a in range(len(shape)) if a != axis), axis)
+    x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
+    x = _row_operand(c, x, x.shape, c.label(i))
+    if perm == tuple(range(len(shape))):
+        out = c.alloc_value(i, node, keep_last=True)
+        value = out
+    else:
+        out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
+        value = out.permute(_inverse(perm))
+    c.add_kernel(
+        c.kernel_name(i), i, "main", lambda kb: emit_rows(kb, x, out, "softmax", {}), [x], [out]
+    )
+    return value
+
+
+def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
+    shape = node.type.shape
+    x = _row_operand(c, _x(c, node), shape, c.label(i))
+    d = (shape[-1],)
+    gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma")
+    beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta")
+    out = c.alloc_value(i, node, keep_last=True)
+    params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_rows(kb, x, out, "layernorm", params),
+        [x, gamma, beta],
+        [out],
+    )
+    return out
+
+
+# ---------------------------------------------------------------- the table
+
+LOWER = {
+    "input": lower_leaf,
+    "param": lower_leaf,
+    "const": lower_const,
+    **dict.fromkeys(EXPR, lower_ewise),
+    "reshape": lower_reshape,
+    "transpose": lower_transpose,
+    "slice": lower_slice,
+    "broadcast": lower_broadcast,
+    "concat": lower_concat,
+    "reduce_sum": lower_reduce,
+    "reduce_max": lower_reduce,
+    "reduce_mean": lower_reduce,
+    "softmax": lower_softmax,
+    "layernorm": lower_layernorm,
+    "matmul": lower_contraction,
+    "matmul_nt": lower_contraction,
+    "qmatmul": lower_contraction,
+    "conv2d": lower_contraction,
+    **{n: lower_fused for n, op in REGISTRY.items() if op.kind is OpKind.FUSED},
+}
+
+_FOLDABLE_SKIP = {"input", "param", "const", "reshape", "transpose", "slice", "broadcast"}
+
+
+def lower_node(c: Compiler, i: int, node: Node) -> Value:
+    """Fold constant subgraphs, else dispatch on the table."""
+    if node.op not in _FOLDABLE_SKIP:
+        folded = fold_node(c, node)
+        if folded is not None:
+            return folded
+    return LOWER[node.op](c, i, node)

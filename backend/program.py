@@ -1,0 +1,63 @@
+"""What the backend returns: the program, its assembly, and how to feed and read it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from eqsat.ir.graph import Graph
+from hwsim.hardware import Hardware
+from hwsim.isa import Program
+
+from .planner import Footprint
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One `kernel` marker: its name, the graph node it implements (-1: none) and role
+    (main: the node's kernel; prep/copy: layout work for it; output: copy to an output)."""
+
+    name: str
+    node: int
+    role: str
+
+
+@dataclass
+class CompiledProgram:
+    program: Program
+    asm: str
+    graph: Graph
+    hw: Hardware
+    inputs: dict[str, tuple[str | None, tuple[int, ...] | None]]  # buffer -> (binding, perm)
+    outputs: dict[str, str]  # graph output name -> buffer name
+    kernels: list[KernelInfo]
+    footprint: Footprint
+
+    def feeds(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Input buffers from graph bindings (by input/param name), in buffer layout."""
+        buffers = self.program.buffer_map
+        out = {}
+        for buf, (name, perm) in self.inputs.items():
+            b = buffers[buf]
+            if name is None:
+                out[buf] = np.zeros(b.shape, dtype=np.int8)
+                continue
+            value = np.asarray(bindings[name])
+            if value.dtype.kind in "fV" or value.dtype.name == "bfloat16":
+                value = value.astype(np.float32)
+            if perm:
+                value = np.transpose(value, perm)
+            out[buf] = np.ascontiguousarray(value).reshape(b.shape)
+        return out
+
+    def results(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Graph outputs (by name, in the graph's shapes and dtypes) from simulator outputs."""
+        res = {}
+        for name, i in self.graph.outputs:
+            t = self.graph.nodes[i].type
+            res[name] = (
+                np.asarray(outputs[self.outputs[name]]).reshape(t.shape).astype(t.dtype.np_dtype)
+            )
+        return res

@@ -1,0 +1,155 @@
+"""Kernels that work on whole rows: reductions over trailing axes, softmax, layernorm.
+
+The row is the last axis of the input view (the compiler permutes the reduced or
+normalized axes last and makes them contiguous first). Tiles are rows x cols blocks;
+a reduction may split long rows into column chunks and combine the partial results,
+softmax and layernorm keep a whole row per tile (its working set must fit SRAM).
+The vector program mirrors the reference ops one to one (max, subtract, exp, sum,
+divide; mean, center, variance, sqrt, scale, shift) so results match in f32.
+"""
+
+from __future__ import annotations
+
+from hwsim.dtypes import ITEMSIZE
+from hwsim.isa import Binary, Instr, Reduce, Unary
+
+from .emit import KernelBuilder, Pipeline, sub
+from .errors import BackendError
+from .expr import compute_dtype
+from .space import Operand, Space, dram
+from .views import View, coalesce
+
+
+def rows_space(x: View, out_strides: tuple[int, ...]) -> tuple[Space, Operand, tuple]:
+    """Space over x's shape with the last axis as columns, kept axes coalesced."""
+    kept, red = x.shape[:-1], x.shape[-1]
+    kshape, (kx, ko) = (
+        coalesce(kept, [x.strides[:-1], out_strides[:-1]]) if kept else ((1,), [(0,), (0,)])
+    )
+    shape = (*kshape, red)
+    space = Space(shape, len(shape) - 2, len(shape) - 1)
+    return space, Operand(x.buf, x.offset, (*kx, x.strides[-1])), (*ko, out_strides[-1])
+
+
+def _budget(kb: KernelBuilder, per_row: int, streamed_row: int) -> int:
+    fit = (kb.free_bytes() - 1024) // per_row
+    model = max(1, kb.hw.sram_bytes // 4 // max(1, streamed_row))
+    return min(fit, model)
+
+
+def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> None:
+    """out[kept] = reduce(op) of x over its last axis (x's last stride is 1)."""
+    space, xo, ostrides = rows_space(x, (*out.strides, 0))
+    oop = Operand(out.buf, out.offset, ostrides)
+    n = space.cols
+    acc_dt = compute_dtype(x.dtype)
+    isz, osz = ITEMSIZE[x.dtype], ITEMSIZE[out.dtype]
+    ct = min(n, max(1, (kb.hw.sram_bytes // 4) // isz))
+    per_row = 2 * ct * isz + 8 + 2 * osz
+    rt = min(space.rows, _budget(kb, per_row, ct * isz + osz))
+    if rt < 1:
+        raise BackendError(f"kernel {kb.name}: a reduction tile does not fit SRAM")
+    xs = kb.alloc2(rt, ct, x.dtype)
+    acc, part = kb.alloc(rt, 1, acc_dt), kb.alloc(rt, 1, acc_dt)
+    outs = kb.alloc2(rt, 1, out.dtype)
+    pipe = Pipeline(kb, "r")
+    combine = "add" if op == "sum" else "max"
+    for pos in space.positions(rt, n):
+        rn = pos.rows
+        for c0 in range(0, n, ct):
+            cn = min(ct, n - c0)
+            slot = pipe.slot("x")
+            index = list(pos.index)
+            index[space.col] = c0
+            off = xo.offset + sum(i * s for i, s in zip(index, xo.strides, strict=True))
+            tile = sub(xs[slot], rn, cn)
+            gen, _ = pipe.load("x", [(tile, dram(xo, off, rn, cn, xo.strides[space.row]))])
+            a, p = sub(acc, rn, 1), sub(part, rn, 1)
+            if c0 == 0:
+                pipe.compute([Reduce(op=op, dst=a, src=tile)])
+            else:
+                pipe.compute([Reduce(op=op, dst=p, src=tile), Binary(op=combine, dst=a, a=a, b=p)])
+            pipe.release(gen)
+        pipe.begin_out()
+        o = sub(outs[pipe.out_slot()], rn, 1)
+        a = sub(acc, rn, 1)
+        last = (
+            Binary(op="div", dst=o, a=a, imm=float(n)) if mean else Unary(op="copy", dst=o, src=a)
+        )
+        pipe.compute([last])
+        ref = dram(oop, pos.offset(oop), rn, 1, oop.strides[space.row])
+        pipe.store([(ref, o)])
+
+
+def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) -> None:
+    """softmax or layernorm over the last axis of x into out (same shape)."""
+    space, xo, ostrides = rows_space(x, out.strides)
+    oop = Operand(out.buf, out.offset, ostrides)
+    n = space.cols
+    isz, osz = ITEMSIZE[x.dtype], ITEMSIZE[out.dtype]
+    resident = 0
+    if kind == "layernorm":
+        resident = sum(2 * n * ITEMSIZE[v.dtype] for v in (params["gamma"], params["beta"]))
+    per_row = n * (2 * isz + 2 * osz + 8) + 16
+    rt = min(space.rows, _budget(kb, per_row, n * (isz + osz)))
+    if rt < 1 or resident + per_row > kb.free_bytes():
+        raise BackendError(
+            f"kernel {kb.name}: one row of {n} elements does not fit the SRAM of {kb.hw.name}"
+        )
+    pipe = Pipeline(kb, "n")
+    rows = {}
+    if kind == "layernorm":
+        pairs = []
+        for key in ("gamma", "beta"):
+            v: View = params[key]
+            t = kb.alloc(1, n, v.dtype)
+            rows[key] = t
+            pairs.append((t, dram(Operand(v.buf, v.offset, v.strides), v.offset, 1, n, n)))
+        pipe.load("c", pairs)
+    xs = kb.alloc2(rt, n, x.dtype)
+    t, u = kb.alloc(rt, n, "f32"), kb.alloc(rt, n, "f32")
+    c1, c2 = kb.alloc(rt, 1, "f32"), kb.alloc(rt, 1, "f32")
+    outs = kb.alloc2(rt, n, out.dtype)
+    for pos in space.positions(rt, n):
+        rn = pos.rows
+        slot = pipe.slot("x")
+        xt = sub(xs[slot], rn, n)
+        gen, _ = pipe.load("x", [(xt, dram(xo, pos.offset(xo), rn, n, xo.strides[space.row]))])
+        tt, ut, a, b = sub(t, rn, n), sub(u, rn, n), sub(c1, rn, 1), sub(c2, rn, 1)
+        if kind == "softmax":
+            body = _softmax(xt, tt, a, b)
+        else:
+            body = _layernorm(xt, tt, ut, a, b, n, params["eps"], rows)
+        pipe.compute(body)
+        pipe.release(gen)
+        pipe.begin_out()
+        o = sub(outs[pipe.out_slot()], rn, n)
+        if kind == "softmax":
+            pipe.compute([Binary(op="div", dst=o, a=tt, b=b, bcast="col")])
+        else:
+            pipe.compute([Binary(op="add", dst=o, a=tt, b=rows["beta"], bcast="row")])
+        pipe.store([(dram(oop, pos.offset(oop), rn, n, oop.strides[space.row]), o)])
+
+
+def _softmax(x, t, mx, s) -> list[Instr]:
+    return [
+        Reduce(op="max", dst=mx, src=x),
+        Binary(op="sub", dst=t, a=x, b=mx, bcast="col"),
+        Unary(op="exp", dst=t, src=t),
+        Reduce(op="sum", dst=s, src=t),
+    ]
+
+
+def _layernorm(x, t, u, mean, var, n: int, eps: float, rows: dict) -> list[Instr]:
+    return [
+        Reduce(op="sum", dst=mean, src=x),
+        Binary(op="div", dst=mean, a=mean, imm=float(n)),
+        Binary(op="sub", dst=t, a=x, b=mean, bcast="col"),
+        Binary(op="mul", dst=u, a=t, b=t),
+        Reduce(op="sum", dst=var, src=u),
+        Binary(op="div", dst=var, a=var, imm=float(n)),
+        Binary(op="add", dst=var, a=var, imm=float(eps)),
+        Unary(op="sqrt", dst=var, src=var),
+        Binary(op="div", dst=t, a=t, b=var, bcast="col"),
+        Binary(op="mul", dst=t, a=t, b=rows["gamma"], bcast="row"),
+    ]

@@ -1,0 +1,330 @@
+"""Evaluating a tile expression (expr.py) on one tile: loads of its operands and the
+vector instructions that compute it.
+
+Each loaded operand has a *class* for the kernel's space, fixed by its strides along
+the tile's row and column axes:
+    full  columns contiguous          rows x cols DMA (row stride may be 0)
+    row   broadcast along rows        1 x cols DMA, then `bcast=row`
+    col   broadcast along columns     rows x 1 DMA, then `bcast=col`
+    tr    rows contiguous instead     cols x rows DMA + on-chip `transpose`
+A tile of a `row` or `col` operand combined with a `full` one uses the ISA's broadcast;
+where the ISA cannot (a broadcast operand on the left of sub/div, or row with col),
+it is first expanded by adding it to a zero tile. Zeros come from the zero padding of
+a load: one element of any DRAM buffer loaded into a larger tile.
+"""
+
+from __future__ import annotations
+
+from hwsim.dtypes import ITEMSIZE, is_float
+from hwsim.isa import Binary, Instr, Requantize, Tile, Transpose, Unary
+
+from .emit import KernelBuilder, Pipeline, offset_tile, sub
+from .expr import COMMUTATIVE, Bin, Cvt, Expr, Leaf, Requant, Un, dtype_of, fold, leaves_of, ops_of
+from .space import Operand, Pos, Space, dram
+from .views import Imm
+
+FULL, ROW, COL, TR, IMM = "full", "row", "col", "tr", "imm"
+
+
+def leaf_class(op: Operand, space: Space, rt: int, ct: int) -> str | None:
+    """How `op` is loaded for rt x ct tiles of `space` (None: only with rt = 1)."""
+    sr, sc = op.strides[space.row], op.strides[space.col]
+    if ct == 1 or sc == 1:
+        return ROW if rt > 1 and sr == 0 else FULL
+    if sc == 0:
+        return COL
+    return TR if rt == 1 or sr == 1 else None
+
+
+def spine(expr: Expr, out_dtype: str, leaf_dtypes: list[str]) -> set[int]:
+    """ids of the root and its chain of first operands that compute in the output's
+    dtype: they can all be computed in place in the output tile."""
+    out: set[int] = set()
+    e = expr
+    while isinstance(e, Un | Bin | Cvt) and dtype_of(e, leaf_dtypes) == out_dtype:
+        out.add(id(e))
+        e = e.a if isinstance(e, Bin) else e.x
+    if isinstance(expr, Cvt | Requant | Un | Bin):
+        out.add(id(expr))  # the root always writes the output tile
+    return out
+
+
+def bytes_per_element(
+    expr: Expr,
+    operands: list[Operand | None],
+    space: Space,
+    out_dtype: str = "",
+    given: dict[int, str] | None = None,
+) -> int:
+    """SRAM bytes per tile element the expression needs (slots, intermediates, zeros).
+
+    Broadcast operands (row/col classes) hold a single row or column: not counted.
+    """
+    total = 0
+    for op in operands:
+        if op is None:
+            continue
+        sr, sc = op.strides[space.row], op.strides[space.col]
+        if sr == 0 or sc == 0:
+            continue
+        isz = ITEMSIZE[op.dtype]
+        total += 2 * isz + (isz if sc != 1 else 0)
+    e = fold(expr)
+    dts = [
+        (given or {}).get(i, op.dtype if op is not None else "f32") for i, op in enumerate(operands)
+    ]
+    inter = len(ops_of(e)) - len(spine(e, out_dtype, dts))
+    return total + 4 * max(0, inter)
+
+
+class TileExpr:
+    """One expression over one space, with its SRAM tiles allocated once per kernel.
+
+    `operands[i]` is the DRAM operand of Leaf(i), or None for a tile the caller passes
+    to `compute` (given_dtypes[i] is then its dtype).
+    """
+
+    def __init__(
+        self,
+        kb: KernelBuilder,
+        space: Space,
+        expr: Expr,
+        operands: list[Operand | None],
+        given_dtypes: dict[int, str],
+        out_dtype: str,
+        rt: int,
+        ct: int,
+        zero: Operand | None,
+    ) -> None:
+        self.kb, self.space, self.rt, self.ct = kb, space, rt, ct
+        self.expr = fold(expr)
+        self.operands, self.out_dtype, self.zero_op = operands, out_dtype, zero
+        self.dtypes = [given_dtypes[i] if op is None else op.dtype for i, op in enumerate(operands)]
+        used = leaves_of(self.expr)
+        self.cls: dict[int, str] = {}
+        self.slots: dict[int, tuple[Tile, Tile]] = {}
+        self.trt: dict[int, Tile] = {}
+        for i in sorted(used):
+            op = operands[i]
+            if op is None:
+                self.cls[i] = FULL
+                continue
+            c = leaf_class(op, space, rt, ct)
+            assert c is not None, "caller must pick rt = 1 for this operand"
+            self.cls[i] = c
+            r, k = {FULL: (rt, ct), ROW: (1, ct), COL: (rt, 1), TR: (ct, rt)}[c]
+            self.slots[i] = kb.alloc2(r, k, op.dtype)
+            if c == TR:
+                self.trt[i] = kb.alloc(rt, ct, op.dtype)
+        self.node_cls: dict[int, str] = {}
+        self.node_tile: dict[int, Tile] = {}
+        self.in_out = spine(self.expr, out_dtype, self.dtypes)
+        self.zero_kinds: set[str] = set()
+        self._plan(self.expr, root=True)
+        self.zeros: dict[str, Tile] = {}
+
+    # ------------------------------------------------------------------ planning
+
+    def _class(self, e: Expr) -> str:
+        if isinstance(e, Imm):
+            return IMM
+        if isinstance(e, Leaf):
+            return FULL if self.cls[e.index] == TR else self.cls[e.index]
+        return self.node_cls[id(e)]
+
+    def _plan(self, e: Expr, root: bool = False) -> None:
+        if isinstance(e, Leaf | Imm):
+            if root:
+                self._need_zero_for_root(e)
+            return
+        if isinstance(e, Bin):
+            self._plan(e.a)
+            self._plan(e.b)
+            ca, cb = self._class(e.a), self._class(e.b)
+            c = _join(ca, cb)
+            if _needs_zero(e.op, ca, cb):
+                self.zero_kinds.add(_kind(dtype_of(e.a, self.dtypes)))
+        else:
+            self._plan(e.x)  # type: ignore[union-attr]
+            c = self._class(e.x)  # type: ignore[union-attr]
+        self.node_cls[id(e)] = c
+        if root and c != FULL:
+            self.zero_kinds.add(_kind(dtype_of(e, self.dtypes)))
+        if not (c == FULL and id(e) in self.in_out):
+            r, k = {FULL: (self.rt, self.ct), ROW: (1, self.ct), COL: (self.rt, 1)}[c]
+            self.node_tile[id(e)] = self.kb.alloc(r, k, dtype_of(e, self.dtypes))
+
+    def _need_zero_for_root(self, e: Expr) -> None:
+        c = self._class(e)
+        if c in (ROW, COL, IMM):
+            d = e.dtype if isinstance(e, Imm) else self.dtypes[e.index]  # type: ignore[union-attr]
+            self.zero_kinds.add(_kind(d))
+
+    # ------------------------------------------------------------------ emission
+
+    def prologue(self, pipe: Pipeline) -> None:
+        """Make the zero tiles this expression needs (once per kernel)."""
+        if not self.zero_kinds:
+            return
+        if self.zero_op is None:
+            raise AssertionError("expression needs zeros but the kernel has no zero source")
+        src_dtype = self.zero_op.dtype
+        raw = self.kb.alloc(self.rt + 1, self.ct, src_dtype)
+        pipe.load("z", [(raw, dram(self.zero_op, self.zero_op.offset, 1, 1, 1))])
+        zsrc = offset_tile(raw, 1, 0, self.rt, self.ct)
+        instrs: list[Instr] = []
+        for kind in sorted(self.zero_kinds):
+            z = self.kb.alloc(self.rt, self.ct, kind)
+            instrs.append(Unary(op="copy", dst=z, src=zsrc))
+            self.zeros[kind] = z
+        pipe.compute(instrs)
+
+    def loads(self, pos: Pos, slot: int) -> list[tuple[Tile, object]]:
+        out = []
+        for i, c in self.cls.items():
+            op = self.operands[i]
+            if op is None:
+                continue
+            rn, cn, off = pos.rows, pos.cols, pos.offset(op)
+            sr, sc = op.strides[self.space.row], op.strides[self.space.col]
+            t = self.slots[i][slot]
+            if c == FULL:
+                out.append((sub(t, rn, cn), dram(op, off, rn, cn, sr)))
+            elif c == ROW:
+                out.append((sub(t, 1, cn), dram(op, off, 1, cn, cn)))
+            elif c == COL:
+                out.append((sub(t, rn, 1), dram(op, off, rn, 1, sr)))
+            else:
+                out.append((sub(t, cn, rn), dram(op, off, cn, rn, sc)))
+        return out
+
+    def compute(self, pos: Pos, slot: int, out: Tile, given: dict[int, Tile]) -> list[Instr]:
+        """Instructions computing the tile at `pos` into `out` (pos.rows x pos.cols)."""
+        self._rn, self._cn, self._out = pos.rows, pos.cols, out
+        self._instrs: list[Instr] = []
+        self._vals: dict[int, Tile | Imm] = {}
+        for i, c in self.cls.items():
+            if self.operands[i] is None:
+                self._vals[i] = given[i]
+            elif c == TR:
+                t = sub(self.trt[i], pos.rows, pos.cols)
+                src = sub(self.slots[i][slot], pos.cols, pos.rows)
+                self._instrs.append(Transpose(dst=t, src=src))
+                self._vals[i] = t
+            else:
+                r, k = _dims(c, pos.rows, pos.cols)
+                self._vals[i] = sub(self.slots[i][slot], r, k)
+        res = self._eval(self.expr, root=True)
+        if res != out:
+            self._finish(res, self._class(self.expr))
+        return self._instrs
+
+    def _zero(self, kind: str, cls: str) -> Tile:
+        r, k = _dims(cls, self._rn, self._cn)
+        return sub(self.zeros[kind], r, k)
+
+    def _dst(self, e: Expr, root: bool) -> Tile:
+        if self._class(e) == FULL and id(e) in self.in_out:
+            return sub(self._out, self._rn, self._cn)
+        r, k = _dims(self._class(e), self._rn, self._cn)
+        return sub(self.node_tile[id(e)], r, k)
+
+    def _eval(self, e: Expr, root: bool = False) -> Tile | Imm:
+        if isinstance(e, Imm):
+            return e
+        if isinstance(e, Leaf):
+            return self._vals[e.index]  # type: ignore[return-value]
+        key = id(e)
+        if key in self._vals:
+            return self._vals[key]
+        emit = self._instrs.append
+        dst = self._dst(e, root)
+        if isinstance(e, Bin):
+            self._binary(e, dst)
+        else:
+            x = self._eval(e.x)  # type: ignore[union-attr]
+            assert isinstance(x, Tile)
+            if isinstance(e, Un):
+                emit(Unary(op=e.op, dst=dst, src=x, imm=e.imm))
+            elif isinstance(e, Cvt):
+                emit(Unary(op="copy", dst=dst, src=x))
+            elif isinstance(e, Requant):
+                emit(
+                    Requantize(
+                        dst=dst,
+                        src=x,
+                        multiplier=e.multiplier,
+                        shift=e.shift,
+                        zero_point=e.zero_point,
+                        rounding="even",
+                    )
+                )
+        self._vals[key] = dst
+        return dst
+
+    def _binary(self, e: Bin, dst: Tile) -> None:
+        emit = self._instrs.append
+        a, b = self._eval(e.a), self._eval(e.b)
+        ca, cb = self._class(e.a), self._class(e.b)
+        kind = _kind(dtype_of(e.a, self.dtypes))
+        op = e.op
+        if isinstance(b, Imm):
+            emit(Binary(op=op, dst=dst, a=a, imm=b.value))  # type: ignore[arg-type]
+        elif isinstance(a, Imm):
+            if op in COMMUTATIVE:
+                emit(Binary(op=op, dst=dst, a=b, imm=a.value))
+            elif op == "sub":  # c - x = (-x) + c exactly
+                emit(Unary(op="neg", dst=dst, src=b))
+                emit(Binary(op="add", dst=dst, a=dst, imm=a.value))
+            else:
+                emit(Binary(op="add", dst=dst, a=self._zero(kind, cb), imm=a.value))
+                emit(Binary(op=op, dst=dst, a=dst, b=b))
+        elif ca == cb:
+            emit(Binary(op=op, dst=dst, a=a, b=b))
+        elif ca == FULL:
+            emit(Binary(op=op, dst=dst, a=a, b=b, bcast=cb))
+        elif cb == FULL and op in COMMUTATIVE:
+            emit(Binary(op=op, dst=dst, a=b, b=a, bcast=ca))
+        elif cb == FULL and op == "sub":
+            emit(Unary(op="neg", dst=dst, src=b))
+            emit(Binary(op="add", dst=dst, a=dst, b=a, bcast=ca))
+        else:  # expand a to full, then combine
+            emit(Binary(op="add", dst=dst, a=self._zero(kind, FULL), b=a, bcast=ca))
+            emit(Binary(op=op, dst=dst, a=dst, b=b, bcast="none" if cb == FULL else cb))
+
+    def _finish(self, res: Tile | Imm, cls: str) -> None:
+        """Write a non-full or leaf result into the output tile."""
+        out = self._out
+        if isinstance(res, Imm):
+            zero = self._zero(_kind(res.dtype), FULL)
+            self._instrs.append(Binary(op="add", dst=out, a=zero, imm=res.value))
+        elif cls == FULL:
+            self._instrs.append(Unary(op="copy", dst=out, src=res))
+        else:
+            zero = self._zero(_kind(res.dtype), FULL)
+            self._instrs.append(Binary(op="add", dst=out, a=zero, b=res, bcast=cls))
+
+
+def _kind(dtype: str) -> str:
+    return "f32" if is_float(dtype) else "i32"
+
+
+def _join(a: str, b: str) -> str:
+    if a == b or b == IMM:
+        return a
+    if a == IMM:
+        return b
+    return FULL
+
+
+def _dims(cls: str, rows: int, cols: int) -> tuple[int, int]:
+    return {FULL: (rows, cols), ROW: (1, cols), COL: (rows, 1), TR: (rows, cols)}[cls]
+
+
+def _needs_zero(op: str, ca: str, cb: str) -> bool:
+    """Does `_binary` need a zero tile for these operand classes? (mirrors its cases)"""
+    if cb == IMM or ca in (cb, FULL):
+        return False
+    if ca == IMM:
+        return op not in COMMUTATIVE and op != "sub"
+    return not (cb == FULL and (op in COMMUTATIVE or op == "sub"))

@@ -1,0 +1,173 @@
+"""Values of the program being compiled: strided views of DRAM buffers, or immediates.
+
+A graph value lives either in DRAM, as a `View` (offset, shape and element strides
+over a `LogicalBuffer`), or nowhere at all, as an `Imm` (a tensor whose elements are
+all one number: constants fold into the instructions that use them). Layout ops are
+views: transpose permutes strides, slice moves the offset, broadcast puts stride 0 on
+new axes, and reshape of a row-major view aliases the buffer. No data moves until a
+kernel needs a layout its loads cannot express.
+
+Logical buffers are placed in physical DRAM buffers by the planner (planner.py) after
+the kernel schedule is known: `phys` and `base` are filled in then.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class LogicalBuffer:
+    """Storage of one computed value (or a program input/output), `size` elements."""
+
+    dtype: str
+    size: int
+    role: str = "scratch"  # input | output | scratch
+    name: str | None = None  # fixed DRAM name for inputs and outputs
+    phys: str | None = None  # physical DRAM buffer (set by the planner)
+    base: int = 0  # element offset inside `phys`
+    shape: tuple[int, ...] | None = None  # declared shape (inputs and outputs)
+    first: int = -1  # index of the kernel that writes it (-1: before the program)
+    last: int = -1  # index of the last kernel that reads it
+    label: str = field(default="")
+
+    @property
+    def nbytes(self) -> int:
+        from hwsim.dtypes import ITEMSIZE
+
+        return self.size * ITEMSIZE[self.dtype]
+
+
+def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """shape-indexed elements of `buf`: element [i0, i1, ...] at offset + sum(i_k * strides[k])."""
+
+    buf: LogicalBuffer
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def dtype(self) -> str:
+        return self.buf.dtype
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def is_row_major(self) -> bool:
+        """Dense row-major (strides of size-1 axes do not matter)."""
+        want = row_major(self.shape)
+        return all(d == 1 or s == w for d, s, w in zip(self.shape, self.strides, want, strict=True))
+
+    def is_whole(self) -> bool:
+        """The dense row-major view of its whole buffer from offset 0."""
+        return self.offset == 0 and self.numel == self.buf.size and self.is_row_major()
+
+    def permute(self, perm: tuple[int, ...]) -> View:
+        return View(
+            self.buf,
+            self.offset,
+            tuple(self.shape[p] for p in perm),
+            tuple(self.strides[p] for p in perm),
+        )
+
+    def slice(self, starts: tuple[int, ...], ends: tuple[int, ...]) -> View:
+        offset = self.offset + sum(s * st for s, st in zip(starts, self.strides, strict=True))
+        shape = tuple(e - s for s, e in zip(starts, ends, strict=True))
+        return View(self.buf, offset, shape, self.strides)
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> View:
+        extra = len(shape) - len(self.shape)
+        strides = [0] * extra
+        for d, s, want in zip(self.shape, self.strides, shape[extra:], strict=True):
+            strides.append(0 if d == 1 and want != 1 else s)
+        return View(self.buf, self.offset, tuple(shape), tuple(strides))
+
+    def reshape(self, shape: tuple[int, ...]) -> View | None:
+        """The same elements in row-major order with a new shape, without copying, or None."""
+        if self.is_row_major():
+            return View(self.buf, self.offset, tuple(shape), row_major(shape))
+        strides = _nocopy_reshape(self.shape, self.strides, tuple(shape))
+        return None if strides is None else View(self.buf, self.offset, tuple(shape), strides)
+
+
+def _nocopy_reshape(
+    old: tuple[int, ...], old_strides: tuple[int, ...], new: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """numpy's attempt_nocopy_reshape: strides for `new` over the same memory, or None."""
+    dims = [(d, s) for d, s in zip(old, old_strides, strict=True) if d != 1]
+    od = [d for d, _ in dims]
+    os_ = [s for _, s in dims]
+    out: list[int] = [0] * len(new)
+    oi = ni = 0
+    while ni < len(new) and oi < len(od):
+        np_, op = new[ni], od[oi]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op:
+            if np_ < op:
+                if nj >= len(new):
+                    return None
+                np_ *= new[nj]
+                nj += 1
+            else:
+                if oj >= len(od):
+                    return None
+                op *= od[oj]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if os_[k] != od[k + 1] * os_[k + 1]:
+                return None
+        out[nj - 1] = os_[oj - 1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, oi = nj, oj
+    while ni < len(new):  # trailing size-1 axes
+        if new[ni] != 1:
+            return None
+        out[ni] = 1
+        ni += 1
+    if oi < len(od):
+        return None
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Imm:
+    """A tensor of one repeated value (already rounded to its dtype)."""
+
+    value: float
+    dtype: str
+
+
+Value = View | Imm
+
+
+def coalesce(
+    shape: tuple[int, ...], strides: list[tuple[int, ...]]
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Drop size-1 axes and merge neighbours that every stride tuple walks as one axis."""
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    dims = [shape[i] for i in keep]
+    strs = [[s[i] for i in keep] for s in strides]
+    i = len(dims) - 2
+    while i >= 0:
+        if all(s[i] == s[i + 1] * dims[i + 1] for s in strs):
+            dims[i] *= dims[i + 1]
+            del dims[i + 1]
+            for s in strs:
+                s[i] = s[i + 1]
+                del s[i + 1]
+        i -= 1
+    if not dims:
+        return (1,), [(1,) for _ in strides]
+    return tuple(dims), [tuple(s) for s in strs]

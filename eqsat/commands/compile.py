@@ -1,0 +1,79 @@
+"""`eqsat compile`: optimize a model (unless --no-optimize) and lower it to hwsim assembly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from eqsat.cli import add_dim_flag
+from eqsat.commands.common import load_model_from_args
+from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
+from eqsat.fileio import write_atomic
+from eqsat.summary import human_bytes
+from hwsim.hardware import load_hardware
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compile",
+        help="compile a model to accelerator assembly",
+        description=(
+            "Optimize MODEL for the target hardware (skip with --no-optimize), lower the "
+            "extracted program to the hwsim ISA (tiled, double-buffered kernels, DRAM "
+            "buffers reused by liveness) and write the assembly. Prints the kernels, the "
+            "instruction count and the DRAM footprint against one buffer per value."
+        ),
+    )
+    p.add_argument("model", metavar="MODEL", help="model file in the eqsat text format")
+    add_dim_flag(p)
+    add_optimize_flags(p)
+    add_no_optimize_flag(p)
+    p.add_argument(
+        "-o", "--output", metavar="OUT.asm", help="write the assembly here (default: stdout)"
+    )
+    p.set_defaults(func=run)
+
+
+def add_no_optimize_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="lower the model as written (one kernel per op), without equality saturation",
+    )
+
+
+def graph_for_target(args: argparse.Namespace, graph):
+    """(graph to lower, hardware): optimized unless --no-optimize."""
+    if args.no_optimize:
+        return graph, load_hardware(args.hw)
+    result, hw = optimize_from_args(args, graph)
+    return result.graph, hw
+
+
+def run(args: argparse.Namespace) -> int:
+    from backend import compile_graph
+
+    _, graph = load_model_from_args(args)
+    lowered, hw = graph_for_target(args, graph)
+    compiled = compile_graph(lowered, hw)
+    fp = compiled.footprint
+    if args.output:
+        write_atomic(args.output, compiled.asm)
+    else:
+        sys.stdout.write(compiled.asm)
+    out = sys.stderr if not args.output else sys.stdout
+    n_main = sum(1 for k in compiled.kernels if k.role == "main")
+    print(
+        f"{lowered.name} for {hw.name}: {len(compiled.kernels)} kernels ({n_main} for ops), "
+        f"{len(compiled.program.instrs)} instructions",
+        file=out,
+    )
+    saved = 1 - fp.planned_bytes / fp.naive_bytes if fp.naive_bytes else 0.0
+    print(
+        f"DRAM footprint {human_bytes(fp.planned_bytes)} with liveness reuse, "
+        f"{human_bytes(fp.naive_bytes)} with one buffer per value ({saved:.0%} saved)",
+        file=out,
+    )
+    if args.output:
+        print(f"wrote assembly to {args.output}", file=out)
+    return 0

@@ -1,0 +1,180 @@
+"""`eqsat simulate`: run a model (compiled here) or an assembly program on hwsim.
+
+For a model, the simulated outputs are compared with the reference interpreter run on
+the ORIGINAL model with the same inputs and params (seeded, overridden by --inputs).
+The relative error is normwise: max |sim - ref| / max |ref| over each output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from eqsat.cli import UsageError, add_dim_flag
+from eqsat.commands.common import load_model_from_args
+from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
+from eqsat.commands.optimize import add_optimize_flags
+from eqsat.fileio import load_arrays, save_arrays, write_atomic
+from eqsat.interpreter import check_binding, evaluate, random_bindings
+from eqsat.summary import human_bytes
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a model or an assembly program on the accelerator",
+        description=(
+            "Compile MODEL (optimized unless --no-optimize) or read PROGRAM.asm, run it on "
+            "the hwsim simulator and print cycles, utilization per unit, DRAM traffic and "
+            "the share of the roofline bound reached. For a model, also the max abs/rel "
+            "error against the reference interpreter on the original model."
+        ),
+    )
+    p.add_argument("source", metavar="MODEL|PROGRAM.asm", help="a model file or hwsim assembly")
+    add_dim_flag(p)
+    add_optimize_flags(p)
+    add_no_optimize_flag(p)
+    p.add_argument(
+        "--inputs", metavar="FILE.npz", help="values of inputs/params (or buffers), by name"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed for values not in --inputs (default 0)"
+    )
+    p.add_argument("--report", metavar="SIM.json", help="write the statistics as JSON here")
+    p.add_argument("-o", "--output", metavar="OUT.npz", help="write the simulated outputs here")
+    p.set_defaults(func=run)
+
+
+def _model_run(args: argparse.Namespace, hw_name: str):
+    from backend import compile_graph
+    from hwsim import simulate
+
+    args.model = args.source
+    _, graph = load_model_from_args(args)
+    bindings = random_bindings(graph, args.seed)
+    if args.inputs:
+        expected = graph.bound_names()
+        for name, value in load_arrays(args.inputs).items():
+            if name in expected:
+                bindings[name] = check_binding(name, value, expected[name], args.inputs)
+    lowered, hw = graph_for_target(args, graph)
+    compiled = compile_graph(lowered, hw)
+    result = simulate(compiled.program, hw, compiled.feeds(bindings))
+    outputs = compiled.results(result.outputs)
+    errors = compare(outputs, evaluate(graph, bindings))
+    return hw, compiled.program, result.report, outputs, errors
+
+
+def _asm_run(args: argparse.Namespace):
+    from hwsim import load_hardware, parse, simulate
+
+    if not args.no_optimize and args.rules:
+        raise UsageError("--rules applies to models; an assembly program is simulated as is")
+    path = Path(args.source)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    program = parse(text, str(path))
+    hw = load_hardware(args.hw)
+    given = load_arrays(args.inputs) if args.inputs else {}
+    feeds = random_buffers(program, args.seed)
+    for name, value in given.items():
+        if name in feeds:
+            feeds[name] = np.asarray(value).astype(feeds[name].dtype)
+    result = simulate(program, hw, feeds)
+    return hw, program, result.report, result.outputs, None
+
+
+def random_buffers(program, seed: int) -> dict[str, np.ndarray]:
+    """Seeded values for every input buffer: floats standard normal, ints in a small range."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for b in program.inputs():
+        if b.dtype in ("f32", "bf16"):
+            out[b.name] = rng.standard_normal(b.shape).astype(np.float32)
+        else:
+            lo, hi = (-128, 127) if b.dtype == "i8" else (-1000, 1000)
+            out[b.name] = rng.integers(lo, hi, b.shape, endpoint=True).astype(
+                np.int8 if b.dtype == "i8" else np.int32
+            )
+    return out
+
+
+def compare(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> tuple[float, float]:
+    """(max abs error, max normwise relative error) over all outputs."""
+    abs_err = rel_err = 0.0
+    for name, ref in want.items():
+        r = np.asarray(ref).astype(np.float64)
+        g = np.asarray(got[name]).astype(np.float64)
+        with np.errstate(all="ignore"):
+            diff = np.where(np.isnan(r) & np.isnan(g), 0.0, np.abs(g - r))
+            diff = np.where(np.isinf(r) & (g == r), 0.0, diff)
+        err = float(np.max(diff)) if diff.size else 0.0
+        finite = np.abs(r[np.isfinite(r)])
+        scale = float(finite.max()) if finite.size else 0.0
+        abs_err = max(abs_err, err)
+        rel_err = max(rel_err, err / scale if scale else err)
+    return abs_err, rel_err
+
+
+def report_dict(hw, program, report, errors) -> dict:
+    return {
+        "hardware": hw.name,
+        "cycles": report.cycles,
+        "roofline_cycles": report.roofline_cycles,
+        "roofline_fraction": report.roofline_cycles / report.cycles if report.cycles else 0.0,
+        "dram_bytes": report.dram_bytes,
+        "dram_bytes_read": report.dram_bytes_read,
+        "dram_bytes_written": report.dram_bytes_written,
+        "peak_sram_bytes": report.peak_sram_bytes,
+        "peak_acc_bytes": report.peak_acc_bytes,
+        "instructions": len(program.instrs),
+        "instr_counts": dict(sorted(report.instr_counts.items())),
+        "utilization": {k: round(v, 6) for k, v in report.utilization.items()},
+        "mac_utilization": round(report.mac_utilization, 6),
+        "max_abs_error": None if errors is None else errors[0],
+        "max_rel_error": None if errors is None else errors[1],
+        "kernels": [{"name": k.name, "cycles": k.cycles} for k in report.kernels],
+    }
+
+
+def format_report(d: dict) -> str:
+    util = ", ".join(f"{k} {v:.0%}" for k, v in d["utilization"].items())
+    lines = [
+        f"cycles        {d['cycles']:,} on {d['hardware']} (roofline {d['roofline_cycles']:,}: "
+        f"{d['roofline_fraction']:.1%} of the bound reached)",
+        f"utilization   {util}; MACs {d['mac_utilization']:.0%}",
+        f"DRAM traffic  {human_bytes(d['dram_bytes'])} (read {human_bytes(d['dram_bytes_read'])}, "
+        f"written {human_bytes(d['dram_bytes_written'])})",
+        f"peak SRAM     {human_bytes(d['peak_sram_bytes'])}; {d['instructions']:,} instructions, "
+        f"{len(d['kernels'])} kernels",
+    ]
+    if d["max_abs_error"] is not None:
+        lines.append(
+            f"vs reference  max abs error {d['max_abs_error']:.3g}, "
+            f"max rel error {d['max_rel_error']:.3g}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    is_asm = Path(args.source).suffix == ".asm"
+    if is_asm:
+        hw, program, report, outputs, errors = _asm_run(args)
+    else:
+        hw, program, report, outputs, errors = _model_run(args, args.hw)
+    d = report_dict(hw, program, report, errors)
+    if args.output:
+        save_arrays(args.output, outputs)
+    if args.report:
+        write_atomic(args.report, json.dumps(d, indent=2) + "\n")
+    print(format_report(d))
+    if args.output:
+        print(f"wrote outputs to {args.output}")
+    if args.report:
+        print(f"wrote report to {args.report}")
+    return 0

@@ -1,0 +1,66 @@
+"""Shared helpers of the backend tests: compile + simulate + compare with the reference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from backend import compile_graph
+from eqsat.interpreter import evaluate, evaluate_nodes
+from eqsat.ir.graph import Graph
+from hwsim import load_hardware, simulate
+
+WRAPPING_KINDS = ("elementwise", "reduce", "fused", "matmul")
+
+
+def run_backend(graph: Graph, hw_name: str, bindings: Mapping[str, np.ndarray], races=True):
+    """(graph outputs as the simulator computed them, SimReport, CompiledProgram)."""
+    hw = load_hardware(hw_name)
+    compiled = compile_graph(graph, hw)
+    result = simulate(compiled.program, hw, compiled.feeds(bindings), check_races=races)
+    return compiled.results(result.outputs), result.report, compiled
+
+
+def integer_overflow(graph: Graph, bindings: Mapping[str, np.ndarray]) -> bool:
+    """Does the reference wrap an integer result (numpy wraps; the machine saturates)?"""
+    values = evaluate_nodes(graph, bindings)
+    for i, node in graph:
+        if values[i] is None or node.is_leaf or node.type.dtype.is_float:
+            continue
+        if node.opdef.kind.value not in WRAPPING_KINDS:
+            continue
+        args = [values[j] for j in node.inputs]
+        if any(a is None or a.dtype.kind not in "iu" for a in args):
+            continue
+        # fused bodies are typed per array (int64 is not an eqsat dtype): widen to i32 there
+        wide_t = np.int32 if node.opdef.kind.value == "fused" else np.int64
+        with np.errstate(all="ignore"):
+            wide = np.asarray(node.opdef.ref([a.astype(wide_t) for a in args], node.attr_dict))
+        if not np.array_equal(wide.astype(np.int64), values[i].astype(np.int64)):
+            return True
+    return False
+
+
+def assert_matches(graph: Graph, got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]):
+    """f32 to float rounding (scaled by the output's magnitude), bf16 to 1e-2, ints exactly."""
+    for name, i in graph.outputs:
+        dtype = graph.nodes[i].type.dtype
+        g = np.asarray(got[name]).astype(np.float64)
+        w = np.asarray(want[name]).astype(np.float64)
+        assert g.shape == w.shape, name
+        if dtype.is_int:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+            continue
+        finite = np.isfinite(w)
+        scale = float(np.max(np.abs(w[finite]))) if finite.any() else 1.0
+        rtol, atol = (
+            (1e-4, 1e-4 * max(1.0, scale))
+            if dtype.value == "f32"
+            else (1e-2, 1e-2 * max(1.0, scale))
+        )
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
+
+
+def reference(graph: Graph, bindings):
+    return evaluate(graph, bindings)

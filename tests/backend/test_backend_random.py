@@ -1,0 +1,40 @@
+"""Random well-typed models (the shared strategy in tests/strategies.py) compile,
+simulate and match the reference interpreter on both presets.
+
+Integer overflow is excluded: numpy wraps, the machine saturates (like most
+accelerators' integer units), so the two agree exactly only when nothing overflows.
+Requantize with a scale that is not m / 2**s is approximated by a 31-bit fixed-point
+multiplier (tested on its own in test_backend_units.py).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from backend.expr import requant_params
+from eqsat.interpreter import random_bindings
+from tests.backend.helpers import assert_matches, integer_overflow, reference, run_backend
+from tests.strategies import graphs, scaled
+
+
+def _exact_requantize(graph) -> bool:
+    for _, node in graph:
+        if node.op == "requantize" and node.attr("dtype") == "i8":
+            m, s = requant_params(float(node.attr("scale")))
+            if m / 2.0**s != float(node.attr("scale")):
+                return False
+        if node.op == "requantize" and node.attr("dtype") != "i8":
+            return False
+    return True
+
+
+@settings(max_examples=scaled(800), suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(graphs(max_ops=8), st.integers(0, 2**16), st.sampled_from(["edge", "datacenter"]))
+def test_random_models_simulate_like_the_reference(graph, seed, hw_name):
+    bindings = random_bindings(graph, seed)
+    assume(_exact_requantize(graph))
+    assume(not integer_overflow(graph, bindings))
+    got, report, _ = run_backend(graph, hw_name, bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    assert report.cycles >= report.roofline_cycles
