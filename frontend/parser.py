@@ -7,28 +7,16 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Transformer, v_args
 
+from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
 from frontend import ast
 from frontend.errors import ModelSyntaxError
 
 _TERMINAL_WORDS = {
-    "NAME": "a name",
-    "INT": "an integer",
+    **COMMON_TERMINALS,
     "SIGNED_INT": "an integer",
     "SIGNED_NUMBER": "a number",
-    "LBRACE": "'{'",
-    "RBRACE": "'}'",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "LSQB": "'['",
-    "RSQB": "']'",
-    "COMMA": "','",
-    "COLON": "':'",
-    "EQUAL": "'='",
-    "STAR": "'*'",
-    "$END": "end of file",
 }
 
 
@@ -103,7 +91,7 @@ class _ToAst(Transformer):
         order = tuple(isinstance(a, ast.Attr) for a in args)
         if any(order[i] and not order[i + 1] for i in range(len(order) - 1)):
             bad = next(a for i, a in enumerate(args) if i and order[i - 1] and not order[i])
-            raise _Positioned("operands must come before keyword attributes", bad.pos)
+            raise _at("operands must come before keyword attributes", bad.pos)
         return ast.Call(str(name), operands, attrs, _pos(name))
 
     def kwarg(self, meta, children):
@@ -116,7 +104,7 @@ class _ToAst(Transformer):
         except ValueError:
             value = float(text)
         if math.isinf(value):
-            raise _Positioned(f"number {text} is out of range", _pos(children[0]))
+            raise _at(f"number {text} is out of range", _pos(children[0]))
         return value
 
     def name_value(self, meta, children):
@@ -135,75 +123,15 @@ class _ToAst(Transformer):
         return int(children[0])
 
 
-class _Positioned(Exception):
-    def __init__(self, message: str, pos: ast.Pos):
-        super().__init__(message)
-        self.message = message
-        self.pos = pos
-
-
-def _describe_expected(expected: set[str]) -> str:
-    words = sorted(
-        {_TERMINAL_WORDS.get(e, f"'{e.lower()}'" if e.isupper() else e) for e in expected}
-    )
-    if len(words) > 6:
-        return ""
-    return " (expected " + ", ".join(words) + ")"
-
-
-def _syntax_error(err: UnexpectedInput, text: str, file: str) -> ModelSyntaxError:
-    line, col = max(err.line, 1), max(err.column, 1)
-    if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
-        message = f"unexpected character {ch!r}"
-    elif isinstance(err, UnexpectedEOF):
-        message = "unexpected end of file" + _describe_expected(set(err.expected))
-        lines = text.splitlines() or [""]
-        line, col = len(lines), len(lines[-1]) + 1
-    elif isinstance(err, UnexpectedToken):
-        tok = err.token
-        if tok.type == "$END":
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
-            message = "unexpected end of file" + _describe_expected(set(err.expected))
-        else:
-            message = f"unexpected {tok.value!r}" + _describe_expected(set(err.expected))
-    else:  # pragma: no cover - lark has no other UnexpectedInput kinds
-        message = str(err).splitlines()[0]
-    return ModelSyntaxError(message, file, line, col, text)
+def _at(message: str, pos: ast.Pos) -> Positioned:
+    return Positioned(message, pos.line, pos.col)
 
 
 def parse_model(text: str, file: str = "<model>") -> ast.Model:
     """Parse model text. Raises ModelSyntaxError."""
-    try:
-        tree = _lark().parse(text)
-    except UnexpectedInput as err:
-        raise _syntax_error(err, text, file) from None
-    try:
-        model = _ToAst().transform(tree)
-    except Exception as err:  # lark wraps transformer errors in VisitError
-        inner = getattr(err, "orig_exc", err)
-        if isinstance(inner, _Positioned):
-            raise ModelSyntaxError(
-                inner.message, file, inner.pos.line, inner.pos.col, text
-            ) from None
-        raise
+    model = parse_to_ast(_lark(), _ToAst(), text, file, ModelSyntaxError, _TERMINAL_WORDS)
     return ast.Model(model.name, model.items, model.pos, model.end, file, text)
 
 
 def parse_model_file(path: str | Path) -> ast.Model:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        from eqsat.errors import UserError
-
-        raise UserError(f"{path}: cannot read model: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ModelSyntaxError(
-            f"the file is not UTF-8 text ({err.reason})", str(path), 1, 1
-        ) from None
-    return parse_model(text, str(path))
-
-
-__all__ = ["Token", "Tree", "parse_model", "parse_model_file"]
+    return parse_model(read_source(path, "model", ModelSyntaxError), str(path))

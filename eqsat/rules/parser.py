@@ -13,38 +13,28 @@ from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedToken
 
-from eqsat.errors import UserError
 from eqsat.rules import ast
 from eqsat.rules.errors import RuleSyntaxError
+from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
 
 KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 _TERMINAL_WORDS = {
+    **COMMON_TERMINALS,
     "RULE_NAME": "a rule name followed by ':'",
     "RULESET_NAME": "a ruleset name",
-    "NAME": "a name",
-    "INT": "an integer",
     "FLOAT": "a number",
     "ARROW": "'=>' or '<=>'",
     "CMP": "a comparison (== != < <= > >=)",
     "ADDOP": "'+' or '-'",
     "MULOP": "'*', '/' or '%'",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "LSQB": "'['",
-    "RSQB": "']'",
-    "COMMA": "','",
-    "COLON": "':'",
-    "EQUAL": "'='",
-    "MINUS": "'-'",
     "IF": "'if'",
     "APPROX": "'approx'",
     "RULESET": "'ruleset'",
     "TRUE": "'true'",
     "FALSE": "'false'",
-    "$END": "end of file",
 }
 
 
@@ -58,11 +48,8 @@ def _pos(tok) -> ast.Pos:
     return ast.Pos(getattr(tok, "line", 0) or 0, getattr(tok, "column", 0) or 0)
 
 
-class _Positioned(Exception):
-    def __init__(self, message: str, pos: ast.Pos):
-        super().__init__(message)
-        self.message = message
-        self.pos = pos
+def _at(message: str, pos: ast.Pos) -> Positioned:
+    return Positioned(message, pos.line, pos.col)
 
 
 @v_args(meta=True)
@@ -77,7 +64,7 @@ class _ToAst(Transformer):
     def rule(self, meta, children):
         name, lhs, arrow, rhs, guards, approx = children
         if not KEBAB.fullmatch(str(name)):
-            raise _Positioned(
+            raise _at(
                 f"rule name '{name}' is not kebab-case; write it like 'add-zero' "
                 "(lowercase words joined by '-')",
                 _pos(name),
@@ -110,7 +97,7 @@ class _ToAst(Transformer):
             if isinstance(a, ast.AttrArg):
                 seen_attr = True
             elif seen_attr:
-                raise _Positioned("operands must come before keyword attributes", a.pos)
+                raise _at("operands must come before keyword attributes", a.pos)
         return ast.Call(str(name), operands, attrs, _pos(name))
 
     def ref(self, meta, children):
@@ -133,7 +120,7 @@ class _ToAst(Transformer):
     def approx(self, meta, children):
         value = children[0]
         if value.value <= 0 or value.value >= 1:
-            raise _Positioned(
+            raise _at(
                 "an approx budget is a relative error in (0, 1), e.g. 'approx 0.01'", value.pos
             )
         return float(value.value)
@@ -156,11 +143,11 @@ class _ToAst(Transformer):
         if tok.type == "INT":
             value = int(tok)
             if value >= 2**63:
-                raise _Positioned(f"integer {tok} does not fit in 64 bits", _pos(tok))
+                raise _at(f"integer {tok} does not fit in 64 bits", _pos(tok))
             return ast.IntLit(value, _pos(tok))
         value = float(tok)
         if math.isinf(value):
-            raise _Positioned(f"number {tok} is out of range", _pos(tok))
+            raise _at(f"number {tok} is out of range", _pos(tok))
         return ast.FloatLit(value, _pos(tok))
 
     def true(self, meta, children):
@@ -182,39 +169,12 @@ class _ToAst(Transformer):
         )
 
 
-def _describe_expected(expected: set[str]) -> str:
-    words = sorted(
-        {_TERMINAL_WORDS.get(e, f"'{e.lower()}'" if e.isupper() else e) for e in expected}
-    )
-    if not words or len(words) > 6:
-        return ""
-    return " (expected " + ", ".join(words) + ")"
-
-
-def _end_pos(text: str) -> tuple[int, int]:
-    lines = text.splitlines() or [""]
-    return len(lines), len(lines[-1]) + 1
-
-
-def _syntax_error(err: UnexpectedInput, text: str, file: str) -> RuleSyntaxError:
-    line, col = max(err.line, 1), max(err.column, 1)
-    if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
-        message = f"unexpected character {ch!r}"
-    elif isinstance(err, UnexpectedEOF) or (
-        isinstance(err, UnexpectedToken) and err.token.type == "$END"
-    ):
-        line, col = _end_pos(text)
-        message = "unexpected end of file" + _describe_expected(set(err.expected))
-    elif isinstance(err, UnexpectedToken):
-        message = f"unexpected {err.token.value!r}" + _describe_expected(set(err.expected))
-        if "RULE_NAME" in err.expected:
-            message += "; a rule reads `name: lhs => rhs`"
-        elif err.token.type == "COLON":
-            message += "; a rule starts with its kebab-case name and ':' at a new rule"
-    else:  # pragma: no cover - lark has no other UnexpectedInput kinds
-        message = str(err).splitlines()[0]
-    return RuleSyntaxError(message, file, line, col, text)
+def _hint(err: UnexpectedToken) -> str:
+    if "RULE_NAME" in err.expected:
+        return "; a rule reads `name: lhs => rhs`"
+    if err.token.type == "COLON":
+        return "; a rule starts with its kebab-case name and ':' at a new rule"
+    return ""
 
 
 def _doc_above(lines: list[str], line: int) -> str | None:
@@ -229,19 +189,9 @@ def _doc_above(lines: list[str], line: int) -> str | None:
 
 def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
     """Parse one rules file. The ruleset defaults to the file's stem."""
-    try:
-        tree = _lark().parse(text)
-    except UnexpectedInput as err:
-        raise _syntax_error(err, text, file) from None
-    try:
-        header, rules = _ToAst().transform(tree)
-    except Exception as err:  # lark wraps transformer errors in VisitError
-        inner = getattr(err, "orig_exc", err)
-        if isinstance(inner, _Positioned):
-            raise RuleSyntaxError(
-                inner.message, file, inner.pos.line, inner.pos.col, text
-            ) from None
-        raise
+    header, rules = parse_to_ast(
+        _lark(), _ToAst(), text, file, RuleSyntaxError, _TERMINAL_WORDS, _hint
+    )
     lines = text.splitlines()
     rules = tuple(
         ast.RuleDecl(**{**r.__dict__, "doc": _doc_above(lines, r.pos.line)}) for r in rules
@@ -254,13 +204,4 @@ def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
 
 
 def parse_rules_file(path: str | Path) -> ast.RulesFile:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise UserError(f"{path}: cannot read rules: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise RuleSyntaxError(
-            f"the file is not UTF-8 text ({err.reason})", str(path), 1, 1
-        ) from None
-    return parse_rules(text, str(path))
+    return parse_rules(read_source(path, "rules", RuleSyntaxError), str(path))
