@@ -69,8 +69,7 @@ def default_rules_dir() -> Path:
     if here.is_dir():
         return here
     try:
-        from importlib import resources
-
-        return Path(str(resources.files("eqsat_rules")))
+        import eqsat_rules  # a namespace package: rules/ installed as data
     except ModuleNotFoundError:
         return here
+    return Path(next(iter(eqsat_rules.__path__)))
