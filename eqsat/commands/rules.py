@@ -26,6 +26,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     _paths(check)
+    check.add_argument(
+        "--growth",
+        action="store_true",
+        help="also run each rule alone on a small probe model (one generated instance of its "
+        "left-hand side) and report rules whose e-graph grows in every round: they keep "
+        "matching their own output and make saturation loop or blow up (exit 1)",
+    )
+    check.add_argument(
+        "--rounds",
+        type=int,
+        default=6,
+        metavar="N",
+        help="rounds of the --growth probe (default 6)",
+    )
     check.set_defaults(func=run_check)
     emit = rules_sub.add_parser(
         "compile",
@@ -76,7 +90,40 @@ def run_check(args: argparse.Namespace) -> int:
                     "on the line above",
                     file=sys.stderr,
                 )
+    if getattr(args, "growth", False):
+        return run_growth(collection, args.rounds)
     return 0
+
+
+def run_growth(collection, rounds: int) -> int:
+    """Report rules that keep matching their own output (eqsat.verify.growth)."""
+    from eqsat.cli import UsageError
+    from eqsat.config import DEFAULT_HARDWARE
+    from eqsat.verify.growth import growth, hardware_facts_text
+    from eqsat.verify.guards import hardware_facts
+
+    if rounds < 2:
+        raise UsageError(f"--rounds must be at least 2, got {rounds}")
+    facts, text = hardware_facts(DEFAULT_HARDWARE), hardware_facts_text(DEFAULT_HARDWARE)
+    feeding, unprobed = [], []
+    for rule in collection:
+        g = growth(rule, facts, text, rounds)
+        if g.probe is None:
+            unprobed.append(rule.name)
+        elif g.self_feeding:
+            feeding.append(g)
+            counts = " -> ".join(str(n) for n in g.nodes)
+            print(
+                f"{rule.location}: warning: rule '{rule.name}' keeps matching its own output: "
+                f"e-nodes per round {counts} on a probe of {len(g.probe.nodes)} nodes"
+            )
+    n = len(collection)
+    print(
+        f"growth: {n - len(unprobed)} of {n} rules probed for {rounds} rounds alone, "
+        f"{len(feeding)} self-feeding"
+        + (f"; no probe for {', '.join(unprobed)}" if unprobed else "")
+    )
+    return 1 if feeding else 0
 
 
 def run_compile(args: argparse.Namespace) -> int:
