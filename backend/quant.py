@@ -1,0 +1,73 @@
+"""Lowering of the quantization ops that are not plain tile expressions.
+
+`requantize_pc` (per-channel requantization) becomes a `RequantCh` tile expression:
+one hwsim `requantize` per tile column with that channel's fixed-point multiplier and
+shift as immediates. Immediates need the channel scales at compile time, so its scale
+operand must be a const or a param whose value the compiler was given
+(`compile_graph(..., consts=)`; the quantization pass computes those params). It is a
+standalone elementwise kernel or, inside a fused int8 kernel, part of the epilogue.
+
+`observe` is an annotation (x itself): it lowers to x's value, no kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from eqsat.ir.graph import Node
+from eqsat.ops.quant import requantize_pc_tables
+
+from .errors import BackendError
+from .expr import Expr, Leaf, Requant, RequantCh
+from .views import Imm, Value
+
+
+def requantize_pc_expr(args: Sequence[Expr], attrs: dict, values: Sequence) -> Expr:
+    """The tile expression of requantize_pc(x, s) with s's values known."""
+    x, s = args[0], args[1]
+    s_values = values[1]
+    if s_values is None:
+        raise BackendError(
+            "requantize_pc needs its channel scales at compile time: the scale operand "
+            "must be a const or a param given to compile_graph(consts=...)"
+        )
+    mult, shift = requantize_pc_tables(s_values, float(attrs["scale"]))
+    zp, rounding = int(attrs["zero_point"]), str(attrs["rounding"])
+    lo = max(-128, zp) if attrs["relu"] else -128
+    table = tuple(zip(mult.reshape(-1).tolist(), shift.reshape(-1).tolist(), strict=True))
+    if len(set(table)) == 1 or not isinstance(s, Leaf):
+        m, k = table[0]
+        expr: Expr = Requant(x, m, k, zp, rounding)
+        if lo > -128:
+            from .expr import Bin
+
+            expr = Bin("max", expr, Imm(lo, "i32"))
+        return expr
+    return RequantCh(x, s, table, zp, lo, rounding)
+
+
+VALUE_EXPR = {"requantize_pc": requantize_pc_expr}
+
+
+def lower_requantize_pc(c, i: int, node: Node) -> Value:
+    from .lowering import expr_value, operand_exprs
+
+    exprs, leaves = operand_exprs(c, node)
+    s_node = node.inputs[1]
+    if isinstance(c.value(s_node), Imm):
+        values = [None, np.asarray(c.value(s_node).value)]  # type: ignore[union-attr]
+    else:
+        values = [None, c.compile_time_value(s_node)]
+        v = leaves[-1]
+        if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
+            leaves[-1] = c.materialize(v, c.label(i) + ".scales", i)
+    return expr_value(c, i, node, requantize_pc_expr(exprs, node.attr_dict, values), leaves)
+
+
+def lower_observe(c, i: int, node: Node) -> Value:
+    return c.value(node.inputs[0])
+
+
+LOWER_QUANT = {"requantize_pc": lower_requantize_pc, "observe": lower_observe}

@@ -1,0 +1,215 @@
+"""The `--quantize` flags of optimize/compile/simulate and what they do around the
+optimizer: calibrate and plan before saturation, measure SQNR after."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from eqsat.cli import UsageError
+from eqsat.fileio import load_arrays, save_arrays
+from eqsat.interpreter import evaluate, random_bindings
+from eqsat.ir.graph import Graph
+from eqsat.quant.calibrate import (
+    DEFAULT_PERCENTILE,
+    METHODS,
+    RANDOM_SAMPLES,
+    calibration_samples,
+)
+from eqsat.quant.passes import QuantPlan, plan_quantization
+from eqsat.quant.sqnr import sqnr_db
+
+SCHEMES = ("int8",)
+
+
+def add_quant_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("quantization")
+    g.add_argument(
+        "--quantize",
+        choices=SCHEMES,
+        help="post-training quantization: int8 (per-channel symmetric weights, per-tensor "
+        "asymmetric activations, i32 accumulation, fixed-point requantization); "
+        "enables the approximate rules of rules/quant.rules",
+    )
+    g.add_argument(
+        "--calibrate",
+        metavar="FILE.npz",
+        help="calibration samples: each input by name, one sample or N stacked on a leading "
+        "axis; params by name are the weights to quantize (default: seeded random inputs, "
+        "with a warning)",
+    )
+    g.add_argument(
+        "--calibration",
+        choices=METHODS,
+        default="minmax",
+        help="activation range: minmax (default) or percentile",
+    )
+    g.add_argument(
+        "--percentile",
+        type=float,
+        default=DEFAULT_PERCENTILE,
+        metavar="P",
+        help=f"with --calibration percentile: keep the P-th/(100-P)-th percentiles "
+        f"(default {DEFAULT_PERCENTILE:g})",
+    )
+
+
+@dataclass
+class QuantRun:
+    """A planned quantization and where its evaluation inputs come from."""
+
+    plan: QuantPlan
+    params: dict[str, np.ndarray]  # original param values the plan quantized
+    eval_inputs: list[dict[str, np.ndarray]]
+    calibration: str  # human description
+    sqnr: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_params(self) -> dict[str, np.ndarray]:
+        return {**self.params, **self.plan.params}
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    quant = getattr(args, "quantize", None)
+    if not quant and getattr(args, "calibrate", None):
+        raise UsageError("--calibrate needs --quantize int8")
+    if quant and getattr(args, "verify", False):
+        raise UsageError(
+            "--verify checks an exact optimization on random params; with --quantize the "
+            "check is the SQNR report (against the float model, with the quantized params)"
+        )
+    if not 50.0 < args.percentile <= 100.0:
+        raise UsageError(f"--percentile must be in (50, 100], got {args.percentile:g}")
+
+
+def prepare(
+    args: argparse.Namespace,
+    graph: Graph,
+    rounding: str,
+    bindings: Mapping[str, np.ndarray] | None = None,
+    warn=None,
+) -> QuantRun | None:
+    """Calibrate and plan when --quantize is given. `bindings`: the values the caller
+    will run with (simulate); else params are seeded (seed 0) or from the file."""
+    check_flags(args)
+    if not getattr(args, "quantize", None):
+        return None
+    warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    arrays = load_arrays(args.calibrate) if args.calibrate else None
+    names = {str(n.attr("name")) for _, n in graph.params}
+    if bindings is not None:
+        params = {k: np.asarray(v) for k, v in bindings.items() if k in names}
+    else:
+        params = {k: v for k, v in random_bindings(graph, 0).items() if k in names}
+        for k, v in (arrays or {}).items():
+            if k in names:
+                params[k] = np.asarray(v)
+    samples = calibration_samples(graph, arrays, args.calibrate or "")
+    if arrays is None:
+        warn(
+            f"warning: no --calibrate file: activation ranges observed on {RANDOM_SAMPLES} "
+            "seeded random (standard normal) inputs, not on real data"
+        )
+        described = f"{RANDOM_SAMPLES} seeded random samples"
+    else:
+        described = f"{len(samples)} sample(s) from {args.calibrate}"
+    method = args.calibration
+    if method == "percentile":
+        described += f", percentile {args.percentile:g}"
+    else:
+        described += ", min/max"
+    plan = plan_quantization(graph, params, samples, rounding, method, args.percentile)
+    inputs = {str(n.attr("name")) for _, n in graph.inputs}
+    if bindings is not None:  # what the caller runs
+        eval_inputs = [{k: v for k, v in bindings.items() if k in inputs}]
+    elif arrays is None:  # seed 0, which calibration (seeds 1..N) never saw
+        eval_inputs = [{k: v for k, v in random_bindings(graph, 0).items() if k in inputs}]
+    else:
+        eval_inputs = samples
+    return QuantRun(plan, params, eval_inputs, described)
+
+
+def measure(run: QuantRun, original: Graph, optimized: Graph) -> dict[str, float]:
+    """SQNR of each output of `optimized` against the float `original`, over the
+    evaluation inputs (stacked)."""
+    refs: dict[str, list[np.ndarray]] = {}
+    gots: dict[str, list[np.ndarray]] = {}
+    for sample in run.eval_inputs:
+        ref = evaluate(original, {**run.params, **sample})
+        got = evaluate(optimized, {**run.all_params, **sample})
+        for k in ref:
+            refs.setdefault(k, []).append(np.asarray(ref[k], dtype=np.float64).reshape(-1))
+            gots.setdefault(k, []).append(np.asarray(got[k], dtype=np.float64).reshape(-1))
+    run.sqnr = {k: sqnr_db(np.concatenate(refs[k]), np.concatenate(gots[k])) for k in refs}
+    return run.sqnr
+
+
+def int8_kernels(graph: Graph) -> int:
+    """Kernels of `graph` that multiply in int8."""
+    from eqsat.ops import OpKind
+    from eqsat.ops.fused import body_nodes
+
+    n = 0
+    for _, node in graph:
+        if node.op == "qmatmul":
+            n += 1
+        elif node.opdef.kind is OpKind.FUSED and node.opdef.composition is not None:
+            ts = [graph.nodes[j].type for j in node.inputs]
+            body = body_nodes(node.opdef.composition, node.opdef.operands, ts, node.attr_dict)
+            n += any(b.op.name == "qmatmul" for b in body)
+    return n
+
+
+def format_sqnr(sqnr: Mapping[str, float]) -> str:
+    return ", ".join(f"{k} {v:.1f} dB" for k, v in sqnr.items())
+
+
+def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
+    """JSON has no infinity: an exact output (inf dB) is written as null."""
+    return {k: (round(v, 3) if math.isfinite(v) else None) for k, v in sqnr.items()}
+
+
+def report(run: QuantRun, optimized: Graph) -> dict:
+    plan = run.plan
+    return {
+        "scheme": "int8",
+        "calibration": run.calibration,
+        "quantizable_matmuls": len(plan.layers),
+        "int8_kernels": int8_kernels(optimized),
+        "activations": {
+            t.name: {"lo": t.lo, "hi": t.hi, "scale": t.scale, "zero_point": t.zero_point}
+            for t in plan.tensors
+        },
+    }
+
+
+def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
+    return [
+        f"int8: {int8_kernels(optimized)} int8 kernels for {len(run.plan.layers)} quantizable "
+        f"matmuls; calibration: {run.calibration}",
+        f"SQNR vs float: {format_sqnr(run.sqnr)}",
+    ]
+
+
+def used_params(run: QuantRun, graph: Graph) -> dict[str, np.ndarray]:
+    """The new (quantized) params `graph` reads."""
+    names = {str(n.attr("name")) for _, n in graph.params}
+    return {k: v for k, v in run.plan.params.items() if k in names}
+
+
+def params_path(output: str) -> Path:
+    """Where the quantized params go next to OUT.model / OUT.asm: OUT.params.npz."""
+    p = Path(output)
+    return p.with_name(p.stem + ".params.npz")
+
+
+def write_params(run: QuantRun, graph: Graph, output: str) -> Path:
+    path = params_path(output)
+    save_arrays(path, used_params(run, graph))
+    return path

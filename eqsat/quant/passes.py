@@ -1,0 +1,204 @@
+"""The quantization pass: calibrated ranges -> observe annotations, scales, and the
+values of the params the int8 program reads (see eqsat/quant/__init__.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqsat.egraph.program import graph_program
+from eqsat.interpreter import evaluate_nodes
+from eqsat.ir.graph import Graph, GraphBuilder, Node
+from eqsat.ir.types import DType, TensorType
+from eqsat.quant.calibrate import DEFAULT_PERCENTILE, observe_ranges
+
+QMIN, QMAX = -128, 127
+
+
+@dataclass(frozen=True)
+class TensorQuant:
+    """The calibrated int8 form of one activation tensor."""
+
+    name: str
+    lo: float
+    hi: float
+    scale: float
+    zero_point: int
+
+
+@dataclass
+class QuantPlan:
+    graph: Graph  # the model with observe annotations on calibrated matmul inputs
+    params: dict[str, np.ndarray]  # values of the new params (quantized weights, ...)
+    seeds: str  # egglog: each term the rules build from weights = its new param
+    tensors: list[TensorQuant] = field(default_factory=list)
+    layers: list[str] = field(default_factory=list)  # weights of the quantizable matmuls
+
+
+def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """Asymmetric int8: (scale, zero_point) mapping [min(lo, 0), max(hi, 0)] onto
+    [-128, 127], real 0 exactly representable. The scale is an f32 value."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo <= 0.0 or not np.isfinite(hi - lo):
+        return 1.0, 0
+    scale = float(np.float32((hi - lo) / (QMAX - QMIN)))
+    if not scale > 0:  # a range too small for f32: any scale represents it
+        return 1.0, 0
+    zp = int(np.clip(round(QMIN - lo / scale), QMIN, QMAX))
+    return scale, zp
+
+
+def quantizable_matmuls(graph: Graph, params: Mapping[str, np.ndarray]) -> list[int]:
+    """f32 matmuls x @ w with w a rank-2 param whose value is known and finite, with no
+    all-zero column, and the default tile."""
+    out = []
+    for i, node in graph:
+        if node.op != "matmul" or node.attr_dict.get("tile", ()) not in ((), []):
+            continue
+        x, w = (graph.nodes[j] for j in node.inputs)
+        if w.op != "param" or w.type.rank != 2 or w.type.dtype is not DType.F32:
+            continue
+        if x.type.dtype is not DType.F32 or x.type.rank < 2 or str(w.attr("name")) not in params:
+            continue
+        value = np.asarray(params[str(w.attr("name"))], dtype=np.float32)
+        if not np.isfinite(value).all() or not (np.abs(value).max(axis=0) > 0).all():
+            continue  # a dead (all-zero) output channel has no scale: its bias would be lost
+        out.append(i)
+    return out
+
+
+def plan_quantization(
+    graph: Graph,
+    params: Mapping[str, np.ndarray],
+    samples: Sequence[Mapping[str, np.ndarray]],
+    rounding: str,
+    method: str = "minmax",
+    percentile: float = DEFAULT_PERCENTILE,
+) -> QuantPlan:
+    """Calibrate, choose scales, annotate the model and compute the int8 params."""
+    live = graph.live()
+    mms = [i for i in quantizable_matmuls(graph, params) if live[i]]
+    acts = sorted({graph.nodes[i].inputs[0] for i in mms})
+    ranges = observe_ranges(graph, acts, samples, params, method, percentile)
+    qparams = {j: activation_qparams(*ranges[j]) for j in acts}
+
+    b = GraphBuilder(graph.name, graph.dims)
+    new: dict[int, int] = {}
+    observed: dict[int, int] = {}
+    for i, node in graph:
+        inputs = [new[j] for j in node.inputs]
+        if i in mms:
+            x = node.inputs[0]
+            if x not in observed:
+                scale, zp = qparams[x]
+                attrs = {"scale": scale, "zero_point": zp, "rounding": rounding}
+                observed[x] = b.add("observe", (new[x],), attrs)
+            inputs[0] = observed[x]
+        new[i] = b.add(node.op, inputs, node.attr_dict, node.name)
+    for name, i in graph.outputs:
+        b.output(name, new[i])
+
+    seeds = _Seeds(graph)
+    users = graph.users()
+    for i in mms:
+        x, w = graph.nodes[i].inputs
+        scale, _ = qparams[x]
+        wname = str(graph.nodes[w].attr("name"))
+        s = seeds.weights(w, wname, scale)
+        for u in users[i]:  # a bias add: add(x@w, b) or add(b, x@w), b a rank-1 param
+            un = graph.nodes[u]
+            if un.op != "add":
+                continue
+            other = un.inputs[1] if un.inputs[0] == i else un.inputs[0]
+            bn = graph.nodes[other]
+            n = graph.nodes[w].type.shape[1]
+            is_bias = bn.op == "param" and bn.type.shape == (n,) and bn.type.dtype is DType.F32
+            if is_bias and str(bn.attr("name")) in params:
+                seeds.bias(other, str(bn.attr("name")), s)
+    tensors = [TensorQuant(_label(graph, j), ranges[j][0], ranges[j][1], *qparams[j]) for j in acts]
+    values = seeds.evaluate(params)
+    layers = [str(graph.nodes[graph.nodes[i].inputs[1]].attr("name")) for i in mms]
+    return QuantPlan(b.graph, values, seeds.egglog(), tensors, layers)
+
+
+def _label(graph: Graph, j: int) -> str:
+    node = graph.nodes[j]
+    if node.op == "input":
+        return str(node.attr("name"))
+    return node.name or f"%{j}"
+
+
+class _Seeds:
+    """The weight-side terms of rules/quant.rules, built exactly as the rules build
+    them, each paired with a new param that holds its value."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.b = GraphBuilder("seeds", cse=True)
+        self.leaf: dict[int, int] = {}
+        self.pairs: list[tuple[int, int, str]] = []  # (term, new param, param name)
+        self.names = {str(n.attr("name")) for _, n in graph.inputs + graph.params}
+
+    def _param(self, j: int) -> int:
+        if j not in self.leaf:
+            node: Node = self.graph.nodes[j]
+            self.leaf[j] = self.b.leaf("param", str(node.attr("name")), node.type)
+        return self.leaf[j]
+
+    def _fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}.{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def _pair(self, term: int, base: str) -> None:
+        t: TensorType = self.b.graph.nodes[term].type
+        name = self._fresh(base)
+        self.pairs.append((term, self.b.leaf("param", name, t), name))
+
+    def _const(self, value: float) -> int:
+        return self.b.const(value, TensorType(DType.F32, ()))
+
+    def weights(self, w: int, wname: str, scale: float) -> int:
+        """ws = max|w| / 127 per column; q(w) = cast(w / ws); s = ws * S. Returns s."""
+        add = self.b.add
+        pw = self._param(w)
+        absmax = add(
+            "reduce_max",
+            (add("maximum", (pw, add("neg", (pw,)))),),
+            {"axes": [0], "keepdims": True},
+        )
+        ws = add("div", (absmax, self._const(127.0)))
+        wq = add("cast", (add("div", (pw, ws)),), {"dtype": "i8"})
+        s = add("mul", (ws, self._const(scale)))
+        if not any(p[0] == wq for p in self.pairs):
+            self._pair(wq, f"{wname}.q")
+        self._pair(s, f"{wname}.s")
+        return s
+
+    def bias(self, bj: int, bname: str, s: int) -> None:
+        """q(b) = cast(b / s, i32): the bias at the accumulator's scale."""
+        term = self.b.add("cast", (self.b.add("div", (self._param(bj), s)),), {"dtype": "i32"})
+        self._pair(term, f"{bname}.q")
+
+    def evaluate(self, params: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        g = self.b.graph
+        g.outputs = [(name, term) for term, _, name in self.pairs]
+        values = evaluate_nodes(g, params)
+        return {name: values[term] for term, _, name in self.pairs}
+
+    def egglog(self) -> str:
+        """Commands adding the seed terms and their params, and their unions."""
+        g = self.b.graph
+        g.outputs = [(f"o{k}", n) for k, (t, p, _) in enumerate(self.pairs) for n in (t, p)]
+        text, names = graph_program(g)
+        text = re.sub(r"\$n(\d+)", r"$qseed\1", text)
+        unions = [
+            f"(union {names[t].replace('$n', '$qseed')} {names[p].replace('$n', '$qseed')})"
+            for t, p, _ in self.pairs
+        ]
+        return text + "\n".join(unions) + "\n"
