@@ -15,8 +15,10 @@ Stages (each a method; `compile_graph` runs them in order):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+import numpy as np
 
 from eqsat.ir.graph import Graph, Node
 from hwsim.asm import format_program
@@ -45,8 +47,11 @@ class KernelPlan:
 
 
 class Compiler:
-    def __init__(self, graph: Graph, hw: Hardware) -> None:
+    def __init__(
+        self, graph: Graph, hw: Hardware, consts: Mapping[str, np.ndarray] | None = None
+    ) -> None:
         self.graph, self.hw = graph, hw
+        self.consts = dict(consts or {})  # param values known at compile time, by name
         self.values: list[Value | None] = [None] * len(graph.nodes)
         self.buffers: list[LogicalBuffer] = []
         self.kernels: list[KernelPlan] = []
@@ -95,6 +100,15 @@ class Compiler:
             stored = tuple(shape[p] for p in perm)
             return self.new_buffer(dtype, stored, self.label(i)).permute(_inverse(perm))
         return self.new_buffer(dtype, shape, self.label(i))
+
+    def compile_time_value(self, j: int) -> np.ndarray | None:
+        """The value of node j if known at compile time (a const, or a param in consts)."""
+        node = self.graph.nodes[j]
+        if node.op == "const":
+            return np.asarray(node.opdef.ref([], node.attr_dict))
+        if node.op == "param":
+            return self.consts.get(str(node.attr("name")))
+        return None
 
     def value(self, j: int) -> Value:
         v = self.values[j]
@@ -268,9 +282,13 @@ def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inv)
 
 
-def compile_graph(graph: Graph, hw: Hardware) -> CompiledProgram:
-    """Lower an (extracted) graph to a hwsim program for `hw`."""
-    c = Compiler(graph, hw)
+def compile_graph(
+    graph: Graph, hw: Hardware, consts: Mapping[str, np.ndarray] | None = None
+) -> CompiledProgram:
+    """Lower an (extracted) graph to a hwsim program for `hw`. `consts`: values of
+    params known at compile time (by name), for instructions that take them as
+    immediates (per-channel requantize multipliers); params stay program inputs."""
+    c = Compiler(graph, hw, consts)
     c.lower()
     c.setup_zero()
     names = c.outputs()

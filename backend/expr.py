@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eqsat.quant.fixedpoint import multiplier_shift
 from hwsim import semantics
 from hwsim.dtypes import is_float, to_value
 
@@ -54,9 +55,26 @@ class Requant:
     multiplier: int
     shift: int
     zero_point: int
+    rounding: str = "even"
 
 
-Expr = Leaf | Imm | Un | Bin | Cvt | Requant
+@dataclass(frozen=True)
+class RequantCh:
+    """Per-channel requantization: column c of a tile uses table[channel(c)], where the
+    channel of a column is read off the access pattern of leaf `ch` (a vector with one
+    entry per channel, loaded like any operand), so it works in any tile space whose
+    columns - not rows - walk the channels. One `requantize` instruction per column;
+    `lo` clamps below (relu in the quantized domain)."""
+
+    x: Expr
+    ch: Leaf
+    table: tuple[tuple[int, int], ...]  # (multiplier, shift) per channel
+    zero_point: int
+    lo: int = -128
+    rounding: str = "even"
+
+
+Expr = Leaf | Imm | Un | Bin | Cvt | Requant | RequantCh
 COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
 
 
@@ -74,7 +92,7 @@ def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
             return d
         case Cvt(dtype=d):
             return d
-        case Requant():
+        case Requant() | RequantCh():
             return "i8"
         case Un(x=x):
             return compute_dtype(dtype_of(x, leaf_dtypes))
@@ -110,9 +128,11 @@ def fold(e: Expr) -> Expr:
         case Requant(x=x):
             x = fold(x)
             if isinstance(x, Imm):
-                q = semantics.requantize(_array(x), e.multiplier, e.shift, e.zero_point, "even")
+                q = semantics.requantize(_array(x), e.multiplier, e.shift, e.zero_point, e.rounding)
                 return _imm(q, "i8")
-            return Requant(x, e.multiplier, e.shift, e.zero_point)
+            return Requant(x, e.multiplier, e.shift, e.zero_point, e.rounding)
+        case RequantCh(x=x):
+            return RequantCh(fold(x), e.ch, e.table, e.zero_point, e.lo, e.rounding)
     raise TypeError(e)
 
 
@@ -129,6 +149,8 @@ def leaves_of(e: Expr) -> set[int]:
             return set()
         case Bin(a=a, b=b):
             return leaves_of(a) | leaves_of(b)
+        case RequantCh(x=x, ch=ch):
+            return leaves_of(x) | {ch.index}
     return leaves_of(e.x)  # type: ignore[union-attr]
 
 
@@ -143,11 +165,8 @@ def ops_of(e: Expr) -> list[Expr]:
 
 
 def requant_params(scale: float) -> tuple[int, int]:
-    """(multiplier < 2**31, shift <= 62) with multiplier / 2**shift closest to scale."""
+    """(multiplier < 2**31, shift <= 62) with multiplier / 2**shift closest to scale:
+    the reference's own fixed-point form (eqsat.quant.fixedpoint)."""
     if scale <= 0:
         raise ValueError(scale)
-    shift = 62
-    while shift > 0 and round(scale * 2.0**shift) >= 2**31:
-        shift -= 1
-    mult = round(scale * 2.0**shift)
-    return min(mult, 2**31 - 1), shift
+    return multiplier_shift(scale)

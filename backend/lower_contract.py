@@ -9,7 +9,9 @@ product to a larger shape, the product goes to an f32/i32 buffer and the epilogu
 runs as its own elementwise kernel (same numbers, more traffic).
 
 Tiles are the cost model's (hwsim.costmodel picks them for exactly this loop), shrunk
-only if the epilogue's SRAM does not fit next to them.
+only if the epilogue's SRAM does not fit next to them. A node with a `tile` attribute
+(chosen by extraction among the tiling rules' candidates) is emitted with exactly that
+tile, clamped to the GEMM's dimensions; only a tile that cannot fit at all is shrunk.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from eqsat.ir.graph import Node
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import AttrRef, Call
+from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, matmul_tiling_cost
 from hwsim.dtypes import ITEMSIZE
 
@@ -33,6 +36,7 @@ from .ewise_ops import EXPR
 from .expr import Bin, Expr, Leaf
 from .gemm import Gemm, sram_need
 from .layouts import contraction_op
+from .quant import VALUE_EXPR
 from .rowwise import emit_reduce
 from .space import Operand, Space
 from .tileexpr import bytes_per_element, leaf_class
@@ -71,12 +75,22 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
         if REGISTRY[e.op].kind in (OpKind.MATMUL, OpKind.CONV):
             found.append(e)
             return Leaf(0)
-        if e.op not in EXPR:
+        if e.op not in EXPR and e.op not in VALUE_EXPR:
             raise BackendError(f"fused op '{node.op}': no lowering for '{e.op}' in its body")
         args = [walk(a, False) for a in e.args]
         attrs = {k: node.attr(v.name) if isinstance(v, AttrRef) else v for k, v in e.attrs.items()}
         attrs = REGISTRY[e.op].bind_attrs(attrs)
+        if e.op in VALUE_EXPR:  # needs operand values known at compile time
+            values = [
+                c.compile_time_value(node.inputs[op.operands.index(a)])
+                if isinstance(a, str)
+                else None
+                for a in e.args
+            ]
+            return VALUE_EXPR[e.op](args, attrs, values)
         out = node.type.dtype.value if root else ("f32" if node.type.dtype.is_float else "i32")
+        if e.op == "cast" and not root:  # a cast inside picks its own kind (i32 -> f32)
+            out = "f32" if str(attrs["dtype"]) in ("f32", "bf16") else "i32"
         return EXPR[e.op](args, attrs, [], out)
 
     from .lowering import expr_value
@@ -153,11 +167,21 @@ def _pow2(unit: int, limit: int) -> list[int]:
     return [*sizes, limit]
 
 
-def choose_tile(c: Compiler, work: KernelWork, g: Gemm, sizes, modes: str) -> tuple[tuple, int]:
+def choose_tile(
+    c: Compiler, work: KernelWork, g: Gemm, sizes, modes: str, fixed: tuple | None = None
+) -> tuple[tuple, int]:
     """(tile, output slots): the tile the cost model prices cheapest among those whose
     real SRAM need (epilogue and transpose buffers included) fits - with two output
-    slots if possible, else one - so the model's own choice whenever it fits."""
+    slots if possible, else one - so the model's own choice whenever it fits. A
+    `fixed` tile (the node's own) is taken as is, with as many slots as fit."""
     hw = c.hw
+    if fixed is not None:
+        tile = (min(fixed[0], g.m), min(fixed[1], g.n), min(fixed[2], g.k))
+        for slots in (2, 1):
+            fits = sram_need(g, tile, sizes, modes, slots) + MARGIN <= hw.sram_bytes
+            if fits and 4 * tile[0] * tile[1] <= hw.acc_bytes:
+                return tile, slots
+        return _fit(c, g, tile, sizes, modes), 1
     best, best_key = None, None
     for tm in _pow2(hw.array_rows, g.m):
         for tn in _pow2(hw.array_cols, g.n):
@@ -243,7 +267,8 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
     leaves = _epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
     s = ITEMSIZE[a.dtype]
     sizes = (s, s, ITEMSIZE[out.dtype], _epi_bytes(epi, leaves, space, out.dtype, g.acc_dtype))
-    tile, slots = choose_tile(c, work, g, sizes, matrix_mode(a) + matrix_mode(b))  # type: ignore[operator]
+    modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
+    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
     zero = c.zero
     c.add_kernel(
         c.kernel_name(i),
@@ -333,7 +358,8 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
     s = ITEMSIZE[x.dtype]
     extra = _epi_bytes(epi, l3, space, out.dtype, g.acc_dtype) + 4
     sizes = (s, s, ITEMSIZE[out.dtype], extra)
-    tile, slots = choose_tile(c, work, g, sizes, "n" + matrix_mode(w2))  # type: ignore[operator]
+    modes = "n" + matrix_mode(w2)  # type: ignore[operator]
+    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
     zero = c.zero
     c.add_kernel(
         c.kernel_name(i),

@@ -22,6 +22,7 @@ from .ewise import emit_ewise
 from .ewise_ops import EXPR
 from .expr import Cvt, Expr, Leaf, fold
 from .lower_contract import lower_contraction, lower_fused
+from .quant import LOWER_QUANT
 from .rowwise import emit_reduce, emit_rows
 from .views import Imm, Value, View
 
@@ -241,6 +242,7 @@ LOWER = {
     "qmatmul": lower_contraction,
     "conv2d": lower_contraction,
     **{n: lower_fused for n, op in REGISTRY.items() if op.kind is OpKind.FUSED},
+    **LOWER_QUANT,  # requantize_pc, observe
 }
 
 _FOLDABLE_SKIP = {"input", "param", "const", "reshape", "transpose", "slice", "broadcast"}

@@ -19,7 +19,21 @@ from hwsim.dtypes import ITEMSIZE, is_float
 from hwsim.isa import Binary, Instr, Requantize, Tile, Transpose, Unary
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
-from .expr import COMMUTATIVE, Bin, Cvt, Expr, Leaf, Requant, Un, dtype_of, fold, leaves_of, ops_of
+from .errors import BackendError
+from .expr import (
+    COMMUTATIVE,
+    Bin,
+    Cvt,
+    Expr,
+    Leaf,
+    Requant,
+    RequantCh,
+    Un,
+    dtype_of,
+    fold,
+    leaves_of,
+    ops_of,
+)
 from .space import Operand, Pos, Space, dram
 from .views import Imm
 
@@ -44,7 +58,7 @@ def spine(expr: Expr, out_dtype: str, leaf_dtypes: list[str]) -> set[int]:
     while isinstance(e, Un | Bin | Cvt) and dtype_of(e, leaf_dtypes) == out_dtype:
         out.add(id(e))
         e = e.a if isinstance(e, Bin) else e.x
-    if isinstance(expr, Cvt | Requant | Un | Bin):
+    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin):
         out.add(id(expr))  # the root always writes the output tile
     return out
 
@@ -200,7 +214,7 @@ class TileExpr:
 
     def compute(self, pos: Pos, slot: int, out: Tile, given: dict[int, Tile]) -> list[Instr]:
         """Instructions computing the tile at `pos` into `out` (pos.rows x pos.cols)."""
-        self._rn, self._cn, self._out = pos.rows, pos.cols, out
+        self._rn, self._cn, self._out, self._pos = pos.rows, pos.cols, out, pos
         self._instrs: list[Instr] = []
         self._vals: dict[int, Tile | Imm] = {}
         for i, c in self.cls.items():
@@ -256,11 +270,36 @@ class TileExpr:
                         multiplier=e.multiplier,
                         shift=e.shift,
                         zero_point=e.zero_point,
-                        rounding="even",
+                        rounding=e.rounding,
                     )
                 )
+            elif isinstance(e, RequantCh):
+                self._requant_channels(e, dst, x)
         self._vals[key] = dst
         return dst
+
+    def _requant_channels(self, e: RequantCh, dst: Tile, x: Tile) -> None:
+        """One requantize per column with its channel's multiplier and shift, then the
+        lower clamp (relu) if any; the channel of a column comes from leaf e.ch."""
+        op = self.operands[e.ch.index]
+        if op is None or (op.strides[self.space.row] != 0 and self._rn > 1):
+            raise BackendError("per-channel requantize needs the channels along tile columns")
+        first = self._pos.offset(op) - op.offset
+        step = op.strides[self.space.col]
+        for c in range(x.cols):
+            m, k = e.table[first + c * step]
+            self._instrs.append(
+                Requantize(
+                    dst=offset_tile(dst, 0, c, x.rows, 1),
+                    src=offset_tile(x, 0, c, x.rows, 1),
+                    multiplier=m,
+                    shift=k,
+                    zero_point=e.zero_point,
+                    rounding=e.rounding,
+                )
+            )
+        if e.lo > -128:
+            self._instrs.append(Binary(op="max", dst=dst, a=dst, imm=float(e.lo)))
 
     def _binary(self, e: Bin, dst: Tile) -> None:
         emit = self._instrs.append

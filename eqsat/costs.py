@@ -3,21 +3,29 @@
 Every non-leaf op is one kernel that reads its operands from DRAM and writes its
 result back; fused ops read and write only their own operands and result, which is
 where fusion saves. A reshape of a row-major tensor moves no data and costs nothing.
+A matrix kernel with an explicit `tile` attribute is priced at exactly that tile
+(eqsat.tiling.tiled_cost); without one, at the best tile the cost model's own search
+finds among those the backend can run next to the kernel's epilogue, which is what the
+backend then picks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
+from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
 
 FREE_OPS = frozenset({"reshape"})
+# Added to the cycles of a kernel the backend cannot emit, so that extraction takes any
+# alternative (a row-wise kernel whose row does not fit SRAM: the unfused ops stream).
+UNRUNNABLE_CYCLES = 10**12
 
 
 def _matmul_dims(
@@ -86,6 +94,29 @@ def _working_set(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> 
     return 0
 
 
+def _epilogue_bytes(op: OpDef, in_types: Sequence[TensorType], out: TensorType, conv: bool) -> int:
+    """SRAM bytes per output element a matrix kernel needs besides its output slot, as
+    the backend allocates them: two slots for each epilogue operand of the output's
+    size (a residual; broadcast rows are not counted) and the transposed accumulator
+    of a convolution."""
+    extra = 4 if conv else 0
+    if op.kind is OpKind.FUSED:
+        extra += sum(2 * t.dtype.itemsize for t in in_types[2:] if t.numel == out.numel)
+    return extra
+
+
+def row_kernel_bytes(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> int:
+    """SRAM the backend's row kernel (softmax, layernorm) needs for one row
+    (backend/rowwise.py: input and output double buffered, 8 bytes of scratch per
+    element, the layernorm parameters resident, 1 KiB of slack); 0 for other ops."""
+    if op.kind is not OpKind.NORMALIZE or not out.rank:
+        return 0
+    n = out.shape[-1]
+    per_row = n * (2 * in_types[0].dtype.itemsize + 2 * out.dtype.itemsize + 8) + 16
+    resident = sum(2 * n * t.dtype.itemsize for t in in_types[1:])
+    return per_row + resident + 1024
+
+
 def op_cost(
     hw: Hardware,
     op_name: str,
@@ -94,7 +125,22 @@ def op_cost(
     attrs: Mapping[str, AttrValue],
 ) -> KernelCost | None:
     work = kernel_work(op_name, in_types, out, attrs)
-    return None if work is None else kernel_cycles(hw, work)
+    if work is None:
+        return None
+    cost = kernel_cycles(hw, work)
+    if work.kind in ("matmul", "conv"):
+        epilogue = _epilogue_bytes(REGISTRY[op_name], in_types, out, work.kind == "conv")
+        transposed = op_name == "matmul_nt"
+        tile = node_tile(attrs)
+        if tile is not None:
+            return tiled_cost(hw, work, tile, epilogue, transposed)
+        if cost.tile and tile_sram_bytes(work, cost.tile, epilogue, transposed) > hw.sram_bytes:
+            # The model's tile leaves no room for the epilogue: the backend picks among
+            # the tiles it can run, and so does the price.
+            cost = fitting_search_cost(hw, work, epilogue, transposed) or cost
+    if row_kernel_bytes(REGISTRY[op_name], in_types, out) > hw.sram_bytes:
+        cost = replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES, feasible=False)
+    return cost
 
 
 @dataclass(frozen=True)

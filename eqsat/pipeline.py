@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from egglog.bindings import EGraph as EggGraph
 
@@ -23,6 +24,8 @@ from eqsat.egraph.program import graph_program
 from eqsat.egraph.saturate import SaturationReport, run_commands, saturate
 from eqsat.extract import Extraction
 from eqsat.ir.graph import Graph
+from eqsat.rules.predicates import hardware_facts
+from eqsat.tiling import prefer_explicit_tiles
 from hwsim.hardware import Hardware
 
 
@@ -49,6 +52,7 @@ class OptimizeResult:
     times: dict[str, float] = field(default_factory=dict)
     priced: PricedEGraph | None = None  # kept on request: the e-graph with its costs
     roots: list[str] = field(default_factory=list)
+    quant: Any = None  # eqsat.quant.cli.QuantRun when the command quantized
 
 
 ProgressFn = Callable[[str], None]
@@ -63,14 +67,23 @@ def optimize(
     ilp_time_limit: float = ILP_TIME_LIMIT,
     progress: ProgressFn | None = None,
     keep_egraph: bool = False,
+    facts: str = "",
+    baseline: Graph | None = None,
 ) -> OptimizeResult:
+    """`facts`: egglog commands run once the model is in (the quantization pass's
+    `term = param` equalities). `baseline`: the program the result is compared with
+    and falls back to (default `graph`; the quantization pass annotates `graph`)."""
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
     egraph = EggGraph()
     run_commands(egraph, program_prelude())
     run_commands(egraph, rules.text)
+    # What rules may read about the target (tile candidates), before any rule runs.
+    run_commands(egraph, hardware_facts(hw))
     text, _ = graph_program(graph)
     run_commands(egraph, text)
+    if facts:
+        run_commands(egraph, facts)
 
     def on_round(i: int, nodes: int, seconds: float) -> None:
         say(f"  round {i}: {nodes:,} e-nodes, {seconds:.2f} s")
@@ -84,20 +97,22 @@ def optimize(
     roots = sorted({classes[i] for _, i in graph.outputs})
     say(f"extracting ({extractor}) from {priced.decoded.n_nodes:,} e-nodes")
     extraction = extract_program(priced, roots, extractor, ilp_time_limit)
+    extraction = prefer_explicit_tiles(priced, extraction)
     names = _class_names(graph, classes)
     outputs = [(name, classes[i]) for name, i in graph.outputs]
     leaf_order = [classes[i] for i, n in graph if n.is_leaf and classes[i] is not None]
     optimized = rebuild(priced, extraction, outputs, graph.name, graph.dims, names, leaf_order)
     t_ext = time.perf_counter()
 
-    before = program_cost(graph, hw)
+    base = graph if baseline is None else baseline
+    before = program_cost(base, hw)
     after = program_cost(optimized, hw)
     kept = after.cycles > before.cycles
     if kept:
         # Greedy extraction is a heuristic; never hand back something worse.
-        optimized, after = graph, before
+        optimized, after = base, before
     return OptimizeResult(
-        original=graph,
+        original=base,
         graph=optimized,
         before=before,
         after=after,

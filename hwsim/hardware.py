@@ -12,6 +12,11 @@ its peak rate for input dtype d; floating point may run at a fraction of the int
 
 A TOML file lists every field at top level plus a `[macs_per_cycle]` table, or says
 `base = "edge"` (a preset name or a path relative to the file) and overrides some.
+
+`rounding` is how the requantizer (i32 -> i8 by a fixed-point multiplier and shift)
+breaks ties: "even" (to the even neighbour, as Gemmini) or "away" (from zero, as
+gemmlowp/TFLite). It may be left out (default "even"). Presets: edge "even",
+datacenter "away".
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from typing import Any
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = ("edge", "datacenter")
 MATRIX_DTYPES = ("i8", "bf16", "f32")
+ROUNDINGS = ("even", "away")
+OPTIONAL = {"rounding": "even"}  # fields a file may leave out, with their default
 
 
 class HardwareError(Exception):
@@ -51,6 +58,7 @@ class Hardware:
     dma_engines: int
     launch_cycles: int
     issue_cycles: int
+    rounding: str = "even"  # requantization ties: even | away
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "macs_per_cycle", MappingProxyType(dict(self.macs_per_cycle)))
@@ -86,6 +94,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "dma_engines": _INT,
     "launch_cycles": _INT,
     "issue_cycles": _INT,
+    "rounding": ((str,), "a string"),
 }
 _SYNTAX_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
 
@@ -142,6 +151,11 @@ def _check_value(src: _Source, key: str, value: Any, table: str | None = None) -
             f"'{label}' must be {desc}, got {type(value).__name__} {value!r}; fix its value",
             key,
             table,
+        )
+    if key == "rounding" and table is None and value not in ROUNDINGS:
+        raise src.error(
+            f"'rounding' must be one of {', '.join(repr(r) for r in ROUNDINGS)}, got {value!r}",
+            key,
         )
     if isinstance(value, int | float) and value <= 0:
         raise src.error(f"'{label}' must be positive, got {value}; use a value > 0", key, table)
@@ -210,6 +224,8 @@ def _load_fields(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
 
 def _build(fields: dict[str, Any]) -> Hardware:
     src: _Source = fields.pop("_source")
+    for key, default in OPTIONAL.items():
+        fields.setdefault(key, default)
     for key in FIELDS:
         if key not in fields:
             raise src.error(

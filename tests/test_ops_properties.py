@@ -2,7 +2,7 @@
 interpreter's result has exactly the inferred shape and dtype (broadcasting included).
 
 Iterates over eqsat.ops.REGISTRY, so a new op is covered as soon as it has a generator
-in tests/strategies.py (and test_every_op_has_a_generator fails until it does).
+in eqsat/verify/opcases.py (and test_every_op_has_a_generator fails until it does).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ALL_OPS = sorted(REGISTRY)
 
 def test_every_op_has_a_generator():
     missing = sorted(set(REGISTRY) - set(OP_GENERATORS))
-    assert not missing, f"ops without a generator in tests/strategies.py: {missing}"
+    assert not missing, f"ops without a generator in eqsat/verify/opcases.py: {missing}"
     stale = sorted(set(OP_GENERATORS) - set(REGISTRY))
     assert not stale, f"generators for ops that are not registered: {stale}"
 

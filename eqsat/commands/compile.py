@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eqsat.cli import add_dim_flag
+from eqsat.cli import UsageError, add_dim_flag
 from eqsat.commands.common import load_model_from_args
 from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
 from eqsat.fileio import write_atomic
+from eqsat.quant import cli as quant_cli
 from eqsat.summary import human_bytes
 from hwsim.hardware import load_hardware
 
@@ -42,20 +43,24 @@ def add_no_optimize_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
-def graph_for_target(args: argparse.Namespace, graph):
-    """(graph to lower, hardware): optimized unless --no-optimize."""
+def graph_for_target(args: argparse.Namespace, graph, bindings=None):
+    """(graph to lower, hardware, optimize result or None): optimized unless
+    --no-optimize. With --quantize, result.quant holds the quantized params."""
     if args.no_optimize:
-        return graph, load_hardware(args.hw)
-    result, hw = optimize_from_args(args, graph)
-    return result.graph, hw
+        if getattr(args, "quantize", None):
+            raise UsageError("--quantize works through the optimizer; drop --no-optimize")
+        return graph, load_hardware(args.hw), None
+    result, hw = optimize_from_args(args, graph, bindings=bindings)
+    return result.graph, hw, result
 
 
 def run(args: argparse.Namespace) -> int:
     from backend import compile_graph
 
     _, graph = load_model_from_args(args)
-    lowered, hw = graph_for_target(args, graph)
-    compiled = compile_graph(lowered, hw)
+    lowered, hw, result = graph_for_target(args, graph)
+    quant = result.quant if result is not None else None
+    compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
     fp = compiled.footprint
     if args.output:
         write_atomic(args.output, compiled.asm)
@@ -74,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
         f"{human_bytes(fp.naive_bytes)} with one buffer per value ({saved:.0%} saved)",
         file=out,
     )
+    if quant is not None:
+        for line in quant_cli.summary_lines(quant, lowered):
+            print(line, file=out)
+        if args.output:
+            path = quant_cli.write_params(quant, lowered, args.output)
+            print(f"wrote the quantized params (program inputs) to {path}", file=out)
     if args.output:
         print(f"wrote assembly to {args.output}", file=out)
     return 0

@@ -7,10 +7,12 @@ import json
 import sys
 
 from eqsat.cli import add_dim_flag
-from eqsat.commands.common import load_model_from_args
+from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.fileio import write_atomic
 from eqsat.pipeline import OptimizeResult, optimize
+from eqsat.quant import cli as quant_cli
+from eqsat.quant.cli import add_quant_flags
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.summary import human_bytes
 from frontend import graph_to_model, print_model
@@ -66,6 +68,7 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
         help=f"stop saturation after S seconds (default {DEFAULT_LIMITS.time_limit:g})",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print no progress")
+    add_quant_flags(p)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -84,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_optimize_flags(p)
     p.add_argument("-o", "--output", metavar="OUT.model", help="write the optimized model here")
     p.add_argument("--report", metavar="REPORT.json", help="write a JSON report here")
+    add_verify_flags(p, "the optimized model")
     p.add_argument(
         "--egraph-out",
         metavar="EGRAPH.json",
@@ -100,11 +104,14 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
 
 
 def optimize_from_args(
-    args: argparse.Namespace, graph, keep_egraph: bool = False
+    args: argparse.Namespace, graph, keep_egraph: bool = False, bindings=None
 ) -> tuple[OptimizeResult, Hardware]:
+    """Optimize `graph` as the flags say; with --quantize, calibrate and quantize first
+    (params from `bindings` if given, i.e. what simulate feeds) and measure SQNR."""
     hw = load_hardware(args.hw)
     limits = limits_from_args(args)
-    rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR])
+    quant = quant_cli.prepare(args, graph, hw.rounding, bindings)
+    rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR], include_approx=bool(quant))
 
     def progress(message: str) -> None:
         if not args.quiet:
@@ -115,7 +122,7 @@ def optimize_from_args(
         f"{len(rules.rulesets)} rulesets ({', '.join(rules.rulesets)})"
     )
     result = optimize(
-        graph,
+        quant.plan.graph if quant else graph,
         rules,
         hw,
         limits,
@@ -123,7 +130,12 @@ def optimize_from_args(
         ilp_time_limit=args.ilp_time_limit,
         progress=progress,
         keep_egraph=keep_egraph,
+        facts=quant.plan.seeds if quant else "",
+        baseline=graph,
     )
+    if quant:
+        quant_cli.measure(quant, graph, result.graph)
+        result.quant = quant
     return result, hw
 
 
@@ -162,6 +174,8 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
     top = sat.rules_fired.most_common(8)
     if top:
         lines.append("rules that fired most: " + ", ".join(f"{k} ({v})" for k, v in top))
+    if result.quant is not None:
+        lines += quant_cli.summary_lines(result.quant, result.graph)
     t = result.times
     lines.append(
         f"time: saturate {t['saturate']:.2f} s, extract {t['extract']:.2f} s, total {t['total']:.2f} s"
@@ -171,7 +185,7 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
 
 def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
     sat = result.saturation
-    return {
+    out = {
         "model": result.graph.name,
         "hardware": hw.name,
         "cost_before": result.before.cycles,
@@ -196,23 +210,38 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
         "rules_fired": dict(sorted(sat.rules_fired.items())),
         "time_s": {k: round(v, 6) for k, v in result.times.items()},
     }
+    if result.quant is not None:
+        out["sqnr_db"] = quant_cli.json_sqnr(result.quant.sqnr)
+        out["quantization"] = quant_cli.report(result.quant, result.graph)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     _, graph = load_model_from_args(args)
     result, hw = optimize_from_args(args, graph, keep_egraph=bool(args.egraph_out))
+    validation = None
+    if args.verify:  # before anything is written: a wrong result must not reach disk
+        from eqsat.verify.translation import validate_graph
+
+        validation = validate_graph(graph, result.graph, verify_seeds(args), args.verify_tol)
     text = print_model(graph_to_model(result.graph))
     report = json.dumps(report_dict(result, hw), indent=2) + "\n"
     if args.output:
         write_atomic(args.output, text)
+        if result.quant is not None:
+            wrote = quant_cli.write_params(result.quant, result.graph, args.output)
     if args.report:
         write_atomic(args.report, report)
     if args.egraph_out:
         egraph = result.priced.extraction_graph(result.roots).to_json_dict()
         write_atomic(args.egraph_out, json.dumps(egraph) + "\n")
     print(format_summary(result, hw))
+    if validation is not None:
+        print(validation.summary("the optimized model"))
     if args.output:
         print(f"wrote optimized model to {args.output}")
+        if result.quant is not None:
+            print(f"wrote its quantized params to {wrote}")
     if args.report:
         print(f"wrote report to {args.report}")
     if args.egraph_out:

@@ -14,11 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from eqsat.cli import UsageError, add_dim_flag
-from eqsat.commands.common import load_model_from_args
+from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
 from eqsat.commands.optimize import add_optimize_flags
 from eqsat.fileio import load_arrays, save_arrays, write_atomic
 from eqsat.interpreter import check_binding, evaluate, random_bindings
+from eqsat.quant import cli as quant_cli
+from eqsat.quant.sqnr import sqnr_db
 from eqsat.summary import human_bytes
 
 
@@ -45,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--report", metavar="SIM.json", help="write the statistics as JSON here")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the simulated outputs here")
+    add_verify_flags(p, "the simulated program (and so the optimizer and the backend)")
     p.set_defaults(func=run)
 
 
@@ -60,12 +63,24 @@ def _model_run(args: argparse.Namespace, hw_name: str):
         for name, value in load_arrays(args.inputs).items():
             if name in expected:
                 bindings[name] = check_binding(name, value, expected[name], args.inputs)
-    lowered, hw = graph_for_target(args, graph)
-    compiled = compile_graph(lowered, hw)
-    result = simulate(compiled.program, hw, compiled.feeds(bindings))
+    lowered, hw, opt = graph_for_target(args, graph, bindings)
+    quant = opt.quant if opt is not None else None
+    compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
+    feeds = {**bindings, **quant.plan.params} if quant else bindings
+    result = simulate(compiled.program, hw, compiled.feeds(feeds))
     outputs = compiled.results(result.outputs)
-    errors = compare(outputs, evaluate(graph, bindings))
-    return hw, compiled.program, result.report, outputs, errors
+    if args.verify:  # checked before run() writes anything
+        from eqsat.verify.translation import validate_program
+
+        extra = quant.plan.params if quant else None
+        args.validation = validate_program(
+            graph, compiled, hw, verify_seeds(args), args.verify_tol, extra
+        )
+    reference = evaluate(graph, bindings)
+    errors = compare(outputs, reference)
+    if quant is not None:  # the simulated int8 program against the float model
+        quant.sqnr = {k: sqnr_db(reference[k], outputs[k]) for k in reference}
+    return hw, compiled.program, result.report, outputs, errors, quant
 
 
 def _asm_run(args: argparse.Namespace):
@@ -86,7 +101,7 @@ def _asm_run(args: argparse.Namespace):
         if name in feeds:
             feeds[name] = np.asarray(value).astype(feeds[name].dtype)
     result = simulate(program, hw, feeds)
-    return hw, program, result.report, result.outputs, None
+    return hw, program, result.report, result.outputs, None, None
 
 
 def random_buffers(program, seed: int) -> dict[str, np.ndarray]:
@@ -164,15 +179,23 @@ def format_report(d: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     is_asm = Path(args.source).suffix == ".asm"
     if is_asm:
-        hw, program, report, outputs, errors = _asm_run(args)
+        if getattr(args, "quantize", None):
+            raise UsageError("--quantize applies to models; an assembly program is simulated as is")
+        hw, program, report, outputs, errors, quant = _asm_run(args)
     else:
-        hw, program, report, outputs, errors = _model_run(args, args.hw)
+        hw, program, report, outputs, errors, quant = _model_run(args, args.hw)
     d = report_dict(hw, program, report, errors)
+    if quant is not None:
+        d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
     if args.output:
         save_arrays(args.output, outputs)
     if args.report:
         write_atomic(args.report, json.dumps(d, indent=2) + "\n")
     print(format_report(d))
+    if getattr(args, "validation", None) is not None:
+        print(args.validation.summary("the simulated program"))
+    if quant is not None:
+        print(f"int8          SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
     if args.output:
         print(f"wrote outputs to {args.output}")
     if args.report:

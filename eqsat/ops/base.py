@@ -60,6 +60,9 @@ class AttrSpec:
     type: AttrType
     default: Any = REQUIRED
     doc: str = ""
+    # An implementation choice (a matmul's `tile`): the op's meaning does not depend
+    # on it, and a rule pattern that leaves it out matches only its default.
+    choice: bool = False
 
     @property
     def required(self) -> bool:
@@ -205,6 +208,25 @@ class OpDef:
 
 
 # ---------------------------------------------------------------- shared helpers
+
+
+TILE_ATTR = AttrSpec(
+    "tile",
+    AttrType.INTS,
+    (),
+    "[TM, TN, TK] of the GEMM loop (rows, columns, depth per step); [] lets the backend choose",
+    choice=True,
+)
+
+
+def check_tile(op: str, attrs: Attrs) -> None:
+    """A `tile` is [] or three positive integers."""
+    tile = attrs.get("tile", ())
+    if tile and (len(tile) != 3 or any(v < 1 for v in tile)):
+        raise OpTypeError(
+            f"'{op}': tile must be [] or three positive integers [TM, TN, TK], "
+            f"got [{', '.join(map(str, tile))}]"
+        )
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

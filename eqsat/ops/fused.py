@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqsat.ir.types import TensorType
-from eqsat.ops.base import Attrs, AttrSpec, AttrType, OpDef, OpKind
+from eqsat.ops.base import TILE_ATTR, Attrs, AttrSpec, AttrType, OpDef, OpKind, check_tile
 from eqsat.ops.registry import REGISTRY, register
 
 
@@ -87,6 +87,7 @@ def body_types(body: Call, operands: Sequence[str], ts: Sequence[TensorType], at
 
 def _make(name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...]):
     def infer(ts: Sequence[TensorType], a: Attrs) -> TensorType:
+        check_tile(name, a)
         return body_types(body, operands, ts, a)
 
     def ref(xs: Sequence[np.ndarray], a: Attrs) -> np.ndarray:
@@ -152,14 +153,18 @@ def fused(
 # epilogue applied on the way out of the accumulator, and short elementwise chains.
 _MM_BIAS = call("add", call("matmul", "x", "w"), "b")
 
-fused("matmul_bias", ("x", "w", "b"), _MM_BIAS)
-fused("matmul_bias_relu", ("x", "w", "b"), call("relu", _MM_BIAS))
-fused("matmul_bias_gelu", ("x", "w", "b"), call("gelu", _MM_BIAS))
-fused("matmul_bias_add", ("x", "w", "b", "r"), call("add", _MM_BIAS, "r"))
+# Kernels around a contraction take its GEMM loop's `tile` too (the backend emits it).
+_TILE = (TILE_ATTR,)
+
+fused("matmul_bias", ("x", "w", "b"), _MM_BIAS, _TILE)
+fused("matmul_bias_relu", ("x", "w", "b"), call("relu", _MM_BIAS), _TILE)
+fused("matmul_bias_gelu", ("x", "w", "b"), call("gelu", _MM_BIAS), _TILE)
+fused("matmul_bias_add", ("x", "w", "b", "r"), call("add", _MM_BIAS, "r"), _TILE)
 
 _CONV_ATTRS = (
     AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
     AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+    TILE_ATTR,
 )
 _CONV = call("conv2d", "x", "w", stride=AttrRef("stride"), padding=AttrRef("padding"))
 _CONV_BIAS = call("add", _CONV, "b")

@@ -8,6 +8,7 @@ import numpy as np
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops.base import (
+    TILE_ATTR,
     Attrs,
     AttrSpec,
     AttrType,
@@ -15,6 +16,7 @@ from eqsat.ops.base import (
     OpKind,
     OpTypeError,
     broadcast_shapes,
+    check_tile,
     require_float,
     same_dtype,
 )
@@ -37,6 +39,7 @@ def _matmul_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     a, b = in_types
     dtype = same_dtype("matmul", in_types)
     require_float("matmul", a)
+    check_tile("matmul", attrs)
     return TensorType(dtype, matmul_shape("matmul", a, b))
 
 
@@ -49,6 +52,7 @@ register(
         name="matmul",
         kind=OpKind.MATMUL,
         operands=("a", "b"),
+        attrs=(TILE_ATTR,),
         infer=_matmul_infer,
         ref=lambda xs, attrs: np.matmul(xs[0], xs[1]),
         flops=matmul_flops,
@@ -68,6 +72,7 @@ def _matmul_nt_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType
     a, b = in_types
     dtype = same_dtype("matmul_nt", in_types)
     require_float("matmul_nt", a)
+    check_tile("matmul_nt", attrs)
     return TensorType(dtype, matmul_shape("matmul_nt", a, _swap_last2(b)))
 
 
@@ -76,6 +81,7 @@ register(
         name="matmul_nt",
         kind=OpKind.MATMUL,
         operands=("a", "b"),
+        attrs=(TILE_ATTR,),
         infer=_matmul_nt_infer,
         ref=lambda xs, attrs: np.matmul(xs[0], np.swapaxes(xs[1], -1, -2)),
         flops=matmul_flops,
@@ -89,6 +95,7 @@ def _qmatmul_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     a, b = in_types
     if a.dtype is not DType.I8 or b.dtype is not DType.I8:
         raise OpTypeError(f"'qmatmul' needs i8 operands, got {a} and {b}")
+    check_tile("qmatmul", attrs)
     return TensorType(DType.I32, matmul_shape("qmatmul", a, b))
 
 
@@ -107,6 +114,7 @@ register(
         attrs=(
             AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from a"),
             AttrSpec("b_zero", AttrType.INT, 0, "zero point subtracted from b"),
+            TILE_ATTR,
         ),
         infer=_qmatmul_infer,
         ref=_qmatmul_ref,
@@ -138,6 +146,7 @@ def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
         )
     sh, sw = _pair("conv2d", "stride", attrs["stride"], 1)
     ph, pw = _pair("conv2d", "padding", attrs["padding"], 0)
+    check_tile("conv2d", attrs)
     ho = (x.shape[2] + 2 * ph - w.shape[2]) // sh + 1
     wo = (x.shape[3] + 2 * pw - w.shape[3]) // sw + 1
     if ho < 1 or wo < 1:
@@ -172,6 +181,7 @@ register(
         attrs=(
             AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
             AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+            TILE_ATTR,
         ),
         infer=_conv_infer,
         ref=lambda xs, attrs: conv2d_ref(xs[0], xs[1], attrs["stride"], attrs["padding"]),

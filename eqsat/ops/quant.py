@@ -1,6 +1,10 @@
-"""Conversions between number formats: cast, quantize, dequantize, requantize.
+"""Conversions between number formats: cast, quantize, dequantize, requantize, and
+the ops of int8 post-training quantization (docs: eqsat/quant/__init__.py).
 
-Rounding is to nearest, ties to even (numpy.rint), and integer results saturate.
+Float -> integer rounding is to nearest, ties to even (numpy.rint), and integer
+results saturate. Requantization (i32 -> i8) is fixed-point: the real scale becomes a
+31-bit multiplier and a shift (eqsat.quant.fixedpoint), rounded as the `rounding`
+attribute says, so the reference interpreter and hwsim agree bit for bit.
 """
 
 from __future__ import annotations
@@ -122,19 +126,204 @@ register(
     )
 )
 
+ROUNDING_ATTR = AttrSpec(
+    "rounding", AttrType.STR, "even", "ties: even (to the even neighbour) or away (from zero)"
+)
+
+
+def _check_rounding(op: str, attrs: Attrs) -> None:
+    from eqsat.quant.fixedpoint import ROUNDINGS
+
+    if attrs["rounding"] not in ROUNDINGS:
+        raise OpTypeError(
+            f"'{op}': rounding must be one of {', '.join(ROUNDINGS)}, got '{attrs['rounding']}'"
+        )
+
+
+def _requantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    _check_rounding("requantize", attrs)
+    return _to_int_infer("requantize", _require_i32("requantize"))(ts, attrs)
+
+
+def _requantize_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    from eqsat.quant.fixedpoint import multiplier_shift, requantize_fixed
+
+    dtype = DType.parse(attrs["dtype"])
+    info = np.iinfo(dtype.np_dtype)
+    mult, shift = multiplier_shift(attrs["scale"])
+    q = requantize_fixed(
+        xs[0], mult, shift, attrs["zero_point"], attrs["rounding"], int(info.min), int(info.max)
+    )
+    return q.astype(dtype.np_dtype)
+
+
 register(
     OpDef(
         name="requantize",
         kind=OpKind.QUANT,
         operands=("x",),
-        attrs=(*_SCALE_ATTRS, AttrSpec("dtype", AttrType.DTYPE, "i8")),
-        infer=_to_int_infer("requantize", _require_i32("requantize")),
-        ref=lambda xs, attrs: saturate(
-            np.rint(xs[0].astype(np.float64) * attrs["scale"]) + attrs["zero_point"],
-            DType.parse(attrs["dtype"]),
-        ),
+        attrs=(*_SCALE_ATTRS, AttrSpec("dtype", AttrType.DTYPE, "i8"), ROUNDING_ATTR),
+        infer=_requantize_infer,
+        ref=_requantize_ref,
         flops=lambda ts, out, attrs: 3 * out.numel,
-        doc="i32 accumulator to a narrow integer: round(x * scale) + zero_point, saturated",
+        doc="i32 accumulator to a narrow integer: round(x * m / 2**s) + zero_point, saturated, "
+        "m / 2**s the 31-bit fixed-point form of scale",
         egg_dtype="{dtype}",
     )
+)
+
+# ------------------------------------------------------- post-training quantization
+
+
+def _observe_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    require_float("observe", ts[0])
+    _check_scale("observe", attrs)
+    _check_rounding("observe", attrs)
+    if not -128 <= attrs["zero_point"] <= 127:
+        raise OpTypeError(f"'observe': zero_point {attrs['zero_point']} is outside the range of i8")
+    return ts[0]
+
+
+register(
+    OpDef(
+        name="observe",
+        kind=OpKind.QUANT,
+        operands=("x",),
+        attrs=(
+            AttrSpec("scale", AttrType.FLOAT, doc="calibrated int8 scale of x"),
+            AttrSpec("zero_point", AttrType.INT, 0, "calibrated int8 zero point of x"),
+            ROUNDING_ATTR,
+        ),
+        infer=_observe_infer,
+        ref=lambda xs, attrs: xs[0],
+        doc="x itself, annotated with the int8 quantization calibrated for it (scale, "
+        "zero_point) and the rounding of the hardware that requantizes into it",
+    )
+)
+
+
+def _channel_vector_ok(op: str, x: TensorType, s: TensorType) -> None:
+    """s holds one value per channel (the last axis of x): shape [N] or [1, ..., 1, N]
+    (or a single value for all channels)."""
+    n = x.shape[-1]
+    if s.rank < 1 or s.rank > x.rank or any(d != 1 for d in s.shape[:-1]):
+        raise OpTypeError(f"'{op}': channel scales {s} must have shape [N] or [1, ..., N]")
+    if s.shape[-1] not in (1, n):
+        raise OpTypeError(f"'{op}': {s} has {s.shape[-1]} channel scales, {x} has {n} channels")
+
+
+def _requantize_pc_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, s = ts
+    if x.dtype is not DType.I32 or x.rank < 1:
+        raise OpTypeError(f"'requantize_pc' needs an i32 operand of rank >= 1, got {x}")
+    require_float("requantize_pc", s)
+    _channel_vector_ok("requantize_pc", x, s)
+    _check_scale("requantize_pc", attrs)
+    _check_rounding("requantize_pc", attrs)
+    if not -128 <= attrs["zero_point"] <= 127:
+        raise OpTypeError(
+            f"'requantize_pc': zero_point {attrs['zero_point']} is outside the range of i8"
+        )
+    return x.with_dtype(DType.I8)
+
+
+def requantize_pc_tables(s: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (multipliers, shifts) of requantize_pc: the fixed-point form of
+    s[n] / scale, s in f32 (as the tensor holds it) divided in f64."""
+    from eqsat.quant.fixedpoint import channel_multipliers
+
+    flat = np.asarray(s, dtype=np.float32).reshape(-1).astype(np.float64)
+    return channel_multipliers(flat / float(scale))
+
+
+def _requantize_pc_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    from eqsat.quant.fixedpoint import requantize_fixed
+
+    mult, shift = requantize_pc_tables(xs[1], attrs["scale"])
+    zp = int(attrs["zero_point"])
+    lo = max(-128, zp) if attrs["relu"] else -128
+    return requantize_fixed(xs[0], mult, shift, zp, attrs["rounding"], lo, 127).astype(np.int8)
+
+
+register(
+    OpDef(
+        name="requantize_pc",
+        kind=OpKind.QUANT,
+        operands=("x", "s"),
+        attrs=(
+            AttrSpec("scale", AttrType.FLOAT, doc="real value of one step of the i8 result"),
+            AttrSpec("zero_point", AttrType.INT, 0, "i8 value of real 0"),
+            AttrSpec("relu", AttrType.BOOL, False, "clamp below at zero_point (relu)"),
+            ROUNDING_ATTR,
+        ),
+        infer=_requantize_pc_infer,
+        ref=_requantize_pc_ref,
+        flops=lambda ts, out, attrs: 3 * out.numel,
+        doc="per-channel requantization of an i32 accumulator x whose channel n (last axis) "
+        "has scale s[n]: round(x * m[n] / 2**k[n]) + zero_point, saturated to i8, "
+        "m[n] / 2**k[n] the fixed-point form of s[n] / scale",
+        egg_dtype="i8",
+    )
+)
+
+# Fused int8 kernels: an integer matrix product with its epilogue (bias in i32, then
+# back to f32 by the per-channel scales s, or on to i8 for the next kernel).
+from dataclasses import replace  # noqa: E402
+
+from eqsat.ops.base import TILE_ATTR  # noqa: E402
+from eqsat.ops.fused import AttrRef, _make, call  # noqa: E402
+
+
+def fused(name: str, operands: tuple[str, ...], body, attrs: tuple[AttrSpec, ...], dtype: str):
+    """A fused kernel around a qmatmul (with its GEMM `tile`, as every contraction
+    kernel has). The result dtype is given: the e-graph template of a body whose
+    dtype comes from a literal attribute (cast to f32) is not derived."""
+    return register(replace(_make(name, operands, body, (*attrs, TILE_ATTR)), egg_dtype=dtype))
+
+
+_A_ZERO = AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x")
+_QACC = call("add", call("qmatmul", "x", "w", a_zero=AttrRef("a_zero")), "b")
+_DEQ = call("mul", call("cast", _QACC, dtype="f32"), "s")
+
+fused("qmatmul_bias_dequant", ("x", "w", "b", "s"), _DEQ, (_A_ZERO,), "f32")
+fused(
+    "qmatmul_bias_dequant_add", ("x", "w", "b", "s", "r"), call("add", _DEQ, "r"), (_A_ZERO,), "f32"
+)
+fused(
+    "qmatmul_bias_gelu_quant",
+    ("x", "w", "b", "s"),
+    call(
+        "quantize",
+        call("gelu", _DEQ),
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+        dtype="i8",
+    ),
+    (
+        _A_ZERO,
+        AttrSpec("scale", AttrType.FLOAT, doc="scale of the i8 result"),
+        AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result"),
+    ),
+    "i8",
+)
+fused(
+    "qmatmul_bias_requant",
+    ("x", "w", "b", "s"),
+    call(
+        "requantize_pc",
+        _QACC,
+        "s",
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+        relu=AttrRef("relu"),
+        rounding=AttrRef("rounding"),
+    ),
+    (
+        _A_ZERO,
+        AttrSpec("scale", AttrType.FLOAT, doc="scale of the i8 result"),
+        AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result"),
+        AttrSpec("relu", AttrType.BOOL, False, "clamp below at zero_point (relu)"),
+        ROUNDING_ATTR,
+    ),
+    "i8",
 )

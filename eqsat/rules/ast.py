@@ -138,6 +138,27 @@ class Guard:
 
 
 @dataclass(frozen=True)
+class Predicate:
+    """A predicate guard: `tile_candidate(dtype(a), TM, TN, TK)` (eqsat.rules.predicates)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    pos: Pos  # of the predicate's name
+
+
+@dataclass(frozen=True)
+class Assume:
+    """`assume s > 0` / `assume abs(acc) >= 64`: every element of tensor `s` (or its
+    magnitude) compares so with a number."""
+
+    name: str
+    op: str  # > >= < <= !=
+    value: Expr
+    pos: Pos  # of the tensor's name
+    magnitude: bool = False  # abs(name)
+
+
+@dataclass(frozen=True)
 class RuleDecl:
     name: str
     pos: Pos
@@ -145,9 +166,10 @@ class RuleDecl:
     arrow: str  # "=>" or "<=>"
     arrow_pos: Pos
     rhs: tuple[Item, ...]
-    guards: tuple[Guard, ...] = ()
+    guards: tuple[Guard | Predicate, ...] = ()
     approx: float | None = None
     doc: str | None = None
+    assumes: tuple[Assume, ...] = ()
 
     @property
     def bidirectional(self) -> bool:

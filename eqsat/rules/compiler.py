@@ -9,7 +9,7 @@ error of a rule is found here and raised at its token.
 from __future__ import annotations
 
 from eqsat.rules import ast
-from eqsat.rules.errors import RuleStructureError, UndefinedRootError
+from eqsat.rules.errors import GuardTypeError, RuleStructureError, UndefinedRootError
 from eqsat.rules.guards import compile_guard
 from eqsat.rules.scope import Scope, Ty, var
 from eqsat.rules.terms import check_deferred, pattern, template
@@ -84,6 +84,7 @@ def _direction(
         scope.atoms.append(f"(= {root} {pattern(item.term, scope, deferred)})")
     for guard in rule.guards:
         compile_guard(guard, scope)
+    _check_assumes(rule, scope)
     check_deferred(deferred, scope)
     actions = _actions(rhs, roots, scope)
     query = "\n       ".join(scope.atoms)
@@ -163,3 +164,24 @@ def _vars_in(terms) -> set[str]:
         elif isinstance(term, ast.Call):
             stack.extend(term.args)
     return names
+
+
+def _check_assumes(rule: ast.RuleDecl, scope: Scope) -> None:
+    """An assumption names a tensor of the left-hand side and bounds it by a number.
+    It compiles to nothing: egglog cannot see values; verify-rules honours it."""
+    for assume in rule.assumes:
+        binding = scope.env.get(assume.name)
+        if binding is None or binding.ty is not Ty.TERM or binding.origin != "lhs":
+            raise scope.fail(
+                GuardTypeError,
+                f"'{assume.name}' is not a tensor of the left-hand side; an assumption "
+                "bounds the values of one (assume s > 0)",
+                assume.pos,
+            )
+        value = assume.value
+        if isinstance(value, ast.Neg):
+            value = value.operand
+        if not isinstance(value, ast.IntLit | ast.FloatLit):
+            raise scope.fail(
+                GuardTypeError, "an assumption compares with a number, e.g. assume s > 0", value.pos
+            )

@@ -28,6 +28,8 @@ LIST_FUNCS = {
 }
 # index(L, v): the position of v in L (for a permutation: its inverse at v).
 INDEX_FUNC = "index"
+# min(a, b), max(a, b) of two integers or two floats (e.g. a tile clamped to a dimension).
+NUM_FUNCS = ("min", "max")
 _EGG_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "%": "%"}
 
 
@@ -230,11 +232,26 @@ def _index_func(f: ast.Func, scope: Scope) -> tuple[str, Ty]:
     return scope.hoist(f"(index-of {lst} {item})"), Ty.INT
 
 
+def _num_func(f: ast.Func, scope: Scope) -> tuple[str, Ty]:
+    if len(f.args) != 2:
+        raise scope.fail(GuardTypeError, f"write {f.name}(a, b)", f.pos)
+    (a, aty), (b, bty) = (value(arg, scope) for arg in f.args)
+    for arg, ty in zip(f.args, (aty, bty), strict=True):
+        _need_number(arg, ty, scope, f"{f.name}()")
+    if aty is not bty:
+        raise scope.fail(
+            GuardTypeError, f"{f.name}() takes two integers or two floats, not a mix", f.pos
+        )
+    return f"({f.name} {a} {b})", aty
+
+
 def func(f: ast.Func, scope: Scope) -> tuple[str, Ty]:
     if f.name in LIST_FUNCS:
         return _list_func(f, scope)
     if f.name == INDEX_FUNC:
         return _index_func(f, scope)
+    if f.name in NUM_FUNCS:
+        return _num_func(f, scope)
     if f.name not in FUNCS:
         if f.name in REGISTRY:
             message = (
@@ -243,9 +260,9 @@ def func(f: ast.Func, scope: Scope) -> tuple[str, Ty]:
             )
         else:
             message = (
-                f"unknown function '{f.name}'; expressions can use {_FUNC_USAGE} "
-                "and the list functions permute(L, P), setnth(L, i, v), range(n), fill(n, v), "
-                "swaplast2(L), index(L, v)"
+                f"unknown function '{f.name}'; expressions can use {_FUNC_USAGE}; "
+                "min(a, b), max(a, b); and the list functions permute(L, P), setnth(L, i, v), "
+                "range(n), fill(n, v), swaplast2(L), index(L, v)"
             )
         raise scope.fail(GuardTypeError, message, f.pos)
     if len(f.args) != FUNCS[f.name]:

@@ -22,7 +22,12 @@ def _is_tensor(expr: ast.Expr, scope: Scope) -> bool:
     return binding is not None and binding.ty is Ty.TERM
 
 
-def compile_guard(guard: ast.Guard, scope: Scope) -> None:
+def compile_guard(guard: ast.Guard | ast.Predicate, scope: Scope) -> None:
+    if isinstance(guard, ast.Predicate):
+        from eqsat.rules.predicates import compile_predicate
+
+        compile_predicate(guard, scope)
+        return
     left, right = guard.left, guard.right
     if _is_tensor(left, scope) or _is_tensor(right, scope):
         _tensor_guard(guard, scope)

@@ -32,6 +32,7 @@ _TERMINAL_WORDS = {
     "MULOP": "'*', '/' or '%'",
     "IF": "'if'",
     "APPROX": "'approx'",
+    "ASSUME": "'assume'",
     "RULESET": "'ruleset'",
     "TRUE": "'true'",
     "FALSE": "'false'",
@@ -62,7 +63,7 @@ class _ToAst(Transformer):
         return children[0]
 
     def rule(self, meta, children):
-        name, lhs, arrow, rhs, guards, approx = children
+        name, lhs, arrow, rhs, guards, assumes, approx = children
         if not KEBAB.fullmatch(str(name)):
             raise _at(
                 f"rule name '{name}' is not kebab-case; write it like 'add-zero' "
@@ -78,6 +79,7 @@ class _ToAst(Transformer):
             rhs=rhs,
             guards=tuple(guards or ()),
             approx=approx,
+            assumes=tuple(assumes or ()),
         )
 
     def side(self, meta, children):
@@ -116,6 +118,29 @@ class _ToAst(Transformer):
     def guard(self, meta, children):
         left, op, right = children
         return ast.Guard(str(op), left, right, _pos(op))
+
+    def predicate(self, meta, children):
+        expr = children[0]
+        if not isinstance(expr, ast.Func):
+            raise _at(
+                "a guard compares two expressions (dim(x, 0) == N) or is a predicate "
+                "such as tile_candidate(D, TM, TN, TK)",
+                expr.pos,
+            )
+        return ast.Predicate(expr.name, expr.args, expr.pos)
+
+    def assumes(self, meta, children):
+        return tuple(children)
+
+    def assumption(self, meta, children):
+        name, op, value = children
+        if str(op) == "==":
+            raise _at("an assumption bounds values: use > >= < <= or !=", _pos(op))
+        return ast.Assume(str(name), str(op), value, _pos(name))
+
+    def abs_assumption(self, meta, children):
+        assume = self.assumption(meta, children)
+        return ast.Assume(assume.name, assume.op, assume.value, assume.pos, magnitude=True)
 
     def approx(self, meta, children):
         value = children[0]

@@ -94,9 +94,12 @@ def pattern(term: ast.Term, scope: Scope, deferred: list) -> str:
     attrs = []
     for spec in op.attrs:
         arg = given.get(spec.name)
-        attrs.append(
-            scope.fresh() if arg is None else _attr_pattern(op, spec, arg, scope, deferred)
-        )
+        if arg is None:
+            # An implementation choice left out matches its default only (an untiled
+            # matmul), so that rules about meaning do not fire once per variant.
+            attrs.append(literal(spec.type, spec.default) if spec.choice else scope.fresh())
+        else:
+            attrs.append(_attr_pattern(op, spec, arg, scope, deferred))
     return _emit(op, operands, attrs)
 
 

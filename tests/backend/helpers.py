@@ -17,7 +17,7 @@ WRAPPING_KINDS = ("elementwise", "reduce", "fused", "matmul")
 def run_backend(graph: Graph, hw_name: str, bindings: Mapping[str, np.ndarray], races=True):
     """(graph outputs as the simulator computed them, SimReport, CompiledProgram)."""
     hw = load_hardware(hw_name)
-    compiled = compile_graph(graph, hw)
+    compiled = compile_graph(graph, hw, consts=bindings)  # params known at compile time
     result = simulate(compiled.program, hw, compiled.feeds(bindings), check_races=races)
     return compiled.results(result.outputs), result.report, compiled
 

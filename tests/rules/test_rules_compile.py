@@ -50,7 +50,7 @@ def test_compiled_text() -> None:
     # literals in patterns, computed values in actions, defaults filled in
     assert "(Const 0.0 t_1 t_2)" in text
     assert "(Const (* v_C1 v_C2) (INil) v_D)" in text
-    assert "(let v_m (Matmul v_x (Concat v_w1 v_w2 1)))" in text
+    assert "(let v_m (Matmul v_x (Concat v_w1 v_w2 1) (INil)))" in text
     assert "(!= v_a v_b)" in text
     # dim(x, -1) counts from the end
     assert "(nth (ShapeOf v_x) (+ t_1 -1))" in text
