@@ -2,7 +2,8 @@
 
 - x [N, C, H, W] -> xp [N, H + 2ph, W + 2pw, C]: a `prep` kernel writes the interior
   through a transposed walk (channels become the contiguous axis) and fills the
-  border with zeros, so the GEMM never loads out of bounds.
+  border with zeros (a qconv2d's: with its a_zero, the zero of x - a_zero), so the
+  GEMM never loads out of bounds.
 - w [O, C, KH, KW] -> [KH*KW*C, O]: free when w is a param (declared in that layout,
   layouts.py), else one copy kernel.
 """
@@ -19,7 +20,14 @@ PACK = (2, 3, 1, 0)
 
 
 def conv_inputs(
-    c: Compiler, i: int, x: View, w: View, stride: tuple, padding: tuple, out_hw: tuple
+    c: Compiler,
+    i: int,
+    x: View,
+    w: View,
+    stride: tuple,
+    padding: tuple,
+    out_hw: tuple,
+    pad_value: int = 0,
 ) -> tuple[View, View, ConvGeom]:
     n, ch, h, wd = x.shape
     o, _, kh, kw = w.shape
@@ -29,7 +37,7 @@ def conv_inputs(
     xp = c.new_buffer(x.dtype, (n, hp, wp, ch), c.label(i) + ".nhwc")
     interior = View(xp.buf, (ph * wp + pw) * ch, (n, ch, h, wd), (hp * wp * ch, 1, wp * ch, ch))
     borders = _borders(xp, n, ch, h, wd, ph, pw)
-    zero = Imm(0.0, x.dtype)
+    zero = Imm(pad_value if x.dtype == "i8" else 0.0, x.dtype)
 
     def emit(kb) -> None:
         emit_ewise(kb, interior, Leaf(0), [x], c.zero())

@@ -36,7 +36,7 @@ def contraction_op(op: str) -> str | None:
     return _contraction(opdef.composition) if opdef.composition is not None else None
 
 
-CONV_OPS = frozenset(n for n in REGISTRY if contraction_op(n) == "conv2d")
+CONV_OPS = frozenset(n for n in REGISTRY if contraction_op(n) in ("conv2d", "qconv2d"))
 # producers that can write any axis order (matmul kernels: any order keeping the last axis)
 _ANY_ORDER = (OpKind.ELEMENTWISE, OpKind.QUANT)
 _LAST_KEPT = (OpKind.MATMUL, OpKind.FUSED)

@@ -248,7 +248,7 @@ def _epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc
 
 
 def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
-    if cop == "conv2d":
+    if cop in ("conv2d", "qconv2d"):
         _conv(c, i, node, views, cattrs, out, epi, leaves, work)
         return
     a, b = views
@@ -342,9 +342,15 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
     n, ch, _, _ = x.shape
     o, _, kh, kw = w.shape
     ho, wo = out.shape[2], out.shape[3]
+    za = int(attrs.get("a_zero", 0))
     xp, w2, geom = conv_inputs(
-        c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo)
+        c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo), za
     )
+    if za:  # sum((xp - za) * w) = sum(xp * w) - za * sum(w): xp is padded with za
+        ws = _row_sums(c, i, w2.permute((1, 0)), ".wsum")  # [O]
+        q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
+        epi = q if epi is None else _substitute(epi, q)
+        leaves = [*leaves, ws.reshape((o, 1, 1))]
     out3 = out.reshape((n, o, ho * wo))
     assert out3 is not None
     space = Space(out3.shape, 1, 2)

@@ -241,6 +241,7 @@ LOWER = {
     "matmul_nt": lower_contraction,
     "qmatmul": lower_contraction,
     "conv2d": lower_contraction,
+    "qconv2d": lower_contraction,
     **{n: lower_fused for n, op in REGISTRY.items() if op.kind is OpKind.FUSED},
     **LOWER_QUANT,  # requantize_pc, observe
 }

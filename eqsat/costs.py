@@ -32,7 +32,7 @@ def _matmul_dims(
     op: str, in_types: Sequence[TensorType], out: TensorType
 ) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of a matmul, or of a conv as an implicit GEMM."""
-    if op == "conv2d":
+    if op in ("conv2d", "qconv2d"):
         w = in_types[1]
         n, o, ho, wo = out.shape
         return 1, n * ho * wo, o, w.shape[1] * w.shape[2] * w.shape[3]
@@ -64,7 +64,7 @@ def kernel_work(
         batch, m, n, k = _matmul_dims(name, c_in, c_out)
         macs = batch * m * n * k
         return KernelWork(
-            kind="conv" if name == "conv2d" else "matmul",
+            kind="conv" if name in ("conv2d", "qconv2d") else "matmul",
             dtype=c_in[0].dtype.value,
             macs=macs,
             m=m,

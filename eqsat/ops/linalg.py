@@ -190,3 +190,40 @@ register(
         egg_shape="(ConvShape {x} {w} {stride} {padding})",
     )
 )
+
+
+def _qconv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, w = in_types
+    if x.dtype is not DType.I8 or w.dtype is not DType.I8:
+        raise OpTypeError(f"'qconv2d' needs i8 operands, got {x} and {w}")
+    f32 = [TensorType(DType.F32, t.shape) for t in in_types]
+    return TensorType(DType.I32, _conv_infer(f32, attrs).shape)
+
+
+def _qconv_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    # padding in the zero-shifted domain (padded positions contribute 0); int64
+    # accumulation, then wrap to int32 as a 32-bit accumulator would.
+    x = xs[0].astype(np.int64) - np.int64(attrs["a_zero"])
+    w = xs[1].astype(np.int64)
+    return conv2d_ref(x, w, attrs["stride"], attrs["padding"]).astype(np.int32)
+
+
+register(
+    OpDef(
+        name="qconv2d",
+        kind=OpKind.CONV,
+        operands=("x", "w"),
+        attrs=(
+            AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x"),
+            AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
+            AttrSpec("padding", AttrType.INTS, (0, 0), "padding [PH, PW] of x - a_zero with 0"),
+            TILE_ATTR,
+        ),
+        infer=_qconv_infer,
+        ref=_qconv_ref,
+        flops=_conv_flops,
+        doc="integer convolution of (x - a_zero) and w, i8 x i8 -> i32 (NCHW x OIHW)",
+        egg_shape="(ConvShape {x} {w} {stride} {padding})",
+        egg_dtype="i32",
+    )
+)

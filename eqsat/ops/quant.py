@@ -92,11 +92,13 @@ register(
         attrs=(*_SCALE_ATTRS, AttrSpec("dtype", AttrType.DTYPE, "i8")),
         infer=_to_int_infer("quantize", lambda t: require_float("quantize", t)),
         ref=lambda xs, attrs: saturate(
-            np.rint(xs[0] / np.float32(attrs["scale"])) + attrs["zero_point"],
+            # NaN quantizes to the zero point (real 0), as the hardware's conversion does
+            np.rint(np.nan_to_num(xs[0] / np.float32(attrs["scale"]), nan=0.0))
+            + attrs["zero_point"],
             DType.parse(attrs["dtype"]),
         ),
         flops=lambda ts, out, attrs: 3 * out.numel,
-        doc="round(x / scale) + zero_point, saturated",
+        doc="round(x / scale) + zero_point, saturated (NaN -> zero_point)",
         egg_dtype="{dtype}",
     )
 )

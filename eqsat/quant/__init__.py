@@ -12,14 +12,15 @@ Division of labour (scales are data, rules are rules):
    seeded random inputs, with a warning) and records each matmul input's range
    (min/max, or percentiles).
 2. passes.py chooses each range's scale and zero point and rewrites the model: the
-   input of every quantizable matmul (f32, weight a rank-2 param) becomes
+   input of every quantizable matmul (f32, weight a rank-2 param) or conv2d (f32,
+   weight a param) becomes
    observe(x, scale=S, zero_point=Z, rounding=R), an annotation whose value is x.
    It also evaluates, with the reference interpreter, the terms rules/quant.rules
    will build from the weights (quantized weights, channel scales, i32 biases), stores
    them as new params, and seeds the e-graph with `term = param` for each, so the
    extracted program reads them instead of computing them.
 3. rules/quant.rules (approximate rules, run only with --quantize) turn matmuls into
-   qmatmul, fold biases into the accumulator, fold dequantize-quantize into
+   qmatmul (convolutions into qconv2d), fold biases into the accumulator, fold dequantize-quantize into
    requantize_pc, and fuse everything into int8 kernels; extraction decides where it
    pays on the target.
 4. sqnr.py measures each output of the extracted program against the float model.

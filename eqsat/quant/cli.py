@@ -157,12 +157,12 @@ def int8_kernels(graph: Graph) -> int:
 
     n = 0
     for _, node in graph:
-        if node.op == "qmatmul":
+        if node.op in ("qmatmul", "qconv2d"):
             n += 1
         elif node.opdef.kind is OpKind.FUSED and node.opdef.composition is not None:
             ts = [graph.nodes[j].type for j in node.inputs]
             body = body_nodes(node.opdef.composition, node.opdef.operands, ts, node.attr_dict)
-            n += any(b.op.name == "qmatmul" for b in body)
+            n += any(b.op.name in ("qmatmul", "qconv2d") for b in body)
     return n
 
 
@@ -192,7 +192,7 @@ def report(run: QuantRun, optimized: Graph) -> dict:
 def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
     return [
         f"int8: {int8_kernels(optimized)} int8 kernels for {len(run.plan.layers)} quantizable "
-        f"matmuls; calibration: {run.calibration}",
+        f"matmuls and convs; calibration: {run.calibration}",
         f"SQNR vs float: {format_sqnr(run.sqnr)}",
     ]
 

@@ -35,7 +35,7 @@ class QuantPlan:
     params: dict[str, np.ndarray]  # values of the new params (quantized weights, ...)
     seeds: str  # egglog: each term the rules build from weights = its new param
     tensors: list[TensorQuant] = field(default_factory=list)
-    layers: list[str] = field(default_factory=list)  # weights of the quantizable matmuls
+    layers: list[str] = field(default_factory=list)  # weights of the quantizable matmuls, convs
 
 
 def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
@@ -70,6 +70,25 @@ def quantizable_matmuls(graph: Graph, params: Mapping[str, np.ndarray]) -> list[
     return out
 
 
+def quantizable_convs(graph: Graph, params: Mapping[str, np.ndarray]) -> list[int]:
+    """f32 conv2d(x, w) with w a param whose value is known and finite, with no all-zero
+    output channel, and the default tile."""
+    out = []
+    for i, node in graph:
+        if node.op != "conv2d" or node.attr_dict.get("tile", ()) not in ((), []):
+            continue
+        x, w = (graph.nodes[j] for j in node.inputs)
+        if w.op != "param" or w.type.dtype is not DType.F32 or x.type.dtype is not DType.F32:
+            continue
+        if str(w.attr("name")) not in params:
+            continue
+        value = np.asarray(params[str(w.attr("name"))], dtype=np.float32)
+        if not np.isfinite(value).all() or not (np.abs(value).max(axis=(1, 2, 3)) > 0).all():
+            continue
+        out.append(i)
+    return out
+
+
 def plan_quantization(
     graph: Graph,
     params: Mapping[str, np.ndarray],
@@ -81,6 +100,8 @@ def plan_quantization(
     """Calibrate, choose scales, annotate the model and compute the int8 params."""
     live = graph.live()
     mms = [i for i in quantizable_matmuls(graph, params) if live[i]]
+    convs = [i for i in quantizable_convs(graph, params) if live[i]]
+    mms = sorted(mms + convs)
     acts = sorted({graph.nodes[i].inputs[0] for i in mms})
     ranges = observe_ranges(graph, acts, samples, params, method, percentile)
     qparams = {j: activation_qparams(*ranges[j]) for j in acts}
@@ -107,6 +128,9 @@ def plan_quantization(
         x, w = graph.nodes[i].inputs
         scale, _ = qparams[x]
         wname = str(graph.nodes[w].attr("name"))
+        if i in convs:
+            seeds.conv_weights(w, wname, scale)
+            continue  # no conv bias rule: the bias stays a float add
         s = seeds.weights(w, wname, scale)
         for u in users[i]:  # a bias add: add(x@w, b) or add(b, x@w), b a rank-1 param
             un = graph.nodes[u]
@@ -179,6 +203,24 @@ class _Seeds:
             self._pair(wq, f"{wname}.q")
         self._pair(s, f"{wname}.s")
         return s
+
+    def conv_weights(self, w: int, wname: str, scale: float) -> None:
+        """ws = max|w| / 127 per output channel ([O, 1, 1, 1]); q(w) = cast(w / ws);
+        s = reshape(ws, [O, 1, 1]) * S, as rules/quant.rules' quantize-conv2d builds them."""
+        add = self.b.add
+        pw = self._param(w)
+        absmax = add(
+            "reduce_max",
+            (add("maximum", (pw, add("neg", (pw,)))),),
+            {"axes": [1, 2, 3], "keepdims": True},
+        )
+        ws = add("div", (absmax, self._const(127.0)))
+        wq = add("cast", (add("div", (pw, ws)),), {"dtype": "i8"})
+        o = self.graph.nodes[w].type.shape[0]
+        s = add("mul", (add("reshape", (ws,), {"shape": [o, 1, 1]}), self._const(scale)))
+        if not any(p[0] == wq for p in self.pairs):
+            self._pair(wq, f"{wname}.q")
+        self._pair(s, f"{wname}.s")
 
     def bias(self, bj: int, bname: str, s: int) -> None:
         """q(b) = cast(b / s, i32): the bias at the accumulator's scale."""

@@ -108,7 +108,7 @@ def _accepts_matmul(op: OpDef, t: TensorType) -> bool:
 
 def _draw_conv(draw, op: OpDef, first, space: Space) -> OpCase:
     x = first or TensorType(
-        draw(choice(tuple(FLOAT_DTYPES))),
+        DType.I8 if op.name == "qconv2d" else draw(choice(tuple(FLOAT_DTYPES))),
         (
             draw(space.sides(2)),
             draw(space.sides(3)),
@@ -125,10 +125,14 @@ def _draw_conv(draw, op: OpDef, first, space: Space) -> OpCase:
     attrs: dict[str, Any] = {}
     maybe(draw, attrs, "stride", (sh, sw), (1, 1))
     maybe(draw, attrs, "padding", (ph, pw), (0, 0))
+    if op.name == "qconv2d":
+        maybe(draw, attrs, "a_zero", draw(ints(-128, 127)), 0)
     return OpCase(op.name, (x, wt), attrs)
 
 
 def _accepts_conv(op: OpDef, t: TensorType) -> bool:
+    if op.name == "qconv2d":
+        return t.rank == 4 and t.dtype is DType.I8
     return t.rank == 4 and t.dtype.is_float
 
 
@@ -239,7 +243,7 @@ FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
     UNARY: ("neg", "relu", "gelu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt", "reciprocal"),
     BINARY: ("add", "sub", "mul", "div", "maximum", "minimum"),
     MATMUL: ("matmul", "qmatmul"),
-    CONV: ("conv2d",),
+    CONV: ("conv2d", "qconv2d"),
     MATMUL_NT: ("matmul_nt",),
     TRANSPOSE: ("transpose",),
     RESHAPE: ("reshape",),
