@@ -110,18 +110,24 @@ def _name(expr: ast.Name, scope: Scope) -> tuple[str, Ty]:
 
 
 def _list_value(expr: ast.ListLit, scope: Scope) -> str:
-    items = []
-    for item in expr.items:
-        code, ty = value(item, scope, Ty.INT)
-        if ty is not Ty.INT:
-            raise scope.fail(
-                GuardTypeError,
-                f"list elements are integers, but {describe(item)} is {TY_WORDS[ty]}",
-                item.pos,
-            )
-        items.append(code)
+    return cons_list([_int_item(item, scope) for item in expr.items])
+
+
+def _int_item(item: ast.Expr, scope: Scope) -> str:
+    """A list element: an integer expression."""
+    code, ty = value(item, scope, Ty.INT)
+    if ty is not Ty.INT:
+        raise scope.fail(
+            GuardTypeError,
+            f"list elements are integers, but {describe(item)} is {TY_WORDS[ty]}",
+            item.pos,
+        )
+    return code
+
+
+def cons_list(codes: list[str]) -> str:
     out = "(INil)"
-    for code in reversed(items):
+    for code in reversed(codes):
         out = f"(ICons {code} {out})"
     return out
 
@@ -305,15 +311,5 @@ def list_pattern(expr: ast.ListLit, scope: Scope) -> str:
         elif is_pattern_name(item, scope):
             items.append(scope.bind(item.name, Ty.INT, item.pos))
         else:
-            code, ty = value(item, scope, Ty.INT)
-            if ty is not Ty.INT:
-                raise scope.fail(
-                    GuardTypeError,
-                    f"list elements are integers, but {describe(item)} is {TY_WORDS[ty]}",
-                    item.pos,
-                )
-            items.append(code)
-    out = "(INil)"
-    for code in reversed(items):
-        out = f"(ICons {code} {out})"
-    return out
+            items.append(_int_item(item, scope))
+    return cons_list(items)
