@@ -55,11 +55,16 @@ def arg_sorts(op: OpDef) -> list[str]:
 # --------------------------------------------------------------- literals
 
 
-def int_list(values) -> str:
+def cons_list(codes) -> str:
+    """An IntList term from egglog i64 expressions, first element outermost."""
     out = "(INil)"
-    for v in reversed(tuple(values)):
-        out = f"(ICons {int(v)} {out})"
+    for code in reversed(tuple(codes)):
+        out = f"(ICons {code} {out})"
     return out
+
+
+def int_list(values) -> str:
+    return cons_list(str(int(v)) for v in values)
 
 
 def f64(value: float) -> str:

@@ -7,7 +7,7 @@ shape analysis knows them and actions only ever compute with bound values.
 
 from __future__ import annotations
 
-from eqsat.egraph.encoding import f64
+from eqsat.egraph.encoding import cons_list, f64
 from eqsat.ops import REGISTRY
 from eqsat.rules import ast
 from eqsat.rules.errors import GuardTypeError, UnboundVariableError
@@ -123,13 +123,6 @@ def _int_item(item: ast.Expr, scope: Scope) -> str:
             item.pos,
         )
     return code
-
-
-def cons_list(codes: list[str]) -> str:
-    out = "(INil)"
-    for code in reversed(codes):
-        out = f"(ICons {code} {out})"
-    return out
 
 
 def _need_number(expr: ast.Expr, ty: Ty, scope: Scope, what: str) -> None:
