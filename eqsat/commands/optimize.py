@@ -37,7 +37,8 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
         "--extract",
         choices=("greedy", "ilp"),
         default=DEFAULT_EXTRACTOR,
-        help="extractor: greedy DAG (default) or exact ILP (HiGHS), warm-started from greedy",
+        help="extractor: greedy DAG (default) or exact ILP (HiGHS), bounded by greedy's cost "
+        "and falling back to greedy's answer on a time-out",
     )
     p.add_argument(
         "--ilp-time-limit",
