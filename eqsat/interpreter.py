@@ -6,6 +6,7 @@ bf16 graph behaves like hardware that accumulates in f32 and stores bf16.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -49,8 +50,32 @@ def check_binding(
     return value
 
 
+# The largest tensor the reference interpreter materializes (EQSAT_MAX_TENSOR_BYTES
+# overrides): a model that declares f32[100000, 100000] checks fine, but running it
+# should say why it won't rather than die allocating.
+MAX_TENSOR_BYTES = int(os.environ.get("EQSAT_MAX_TENSOR_BYTES", 4 << 30))
+
+
+class TensorTooLargeError(UserError):
+    pass
+
+
+def check_sizes(graph: Graph) -> None:
+    """Refuse, before any work, a graph whose live tensors exceed MAX_TENSOR_BYTES."""
+    live = graph.live()
+    for i, node in graph:
+        if live[i] and node.type.nbytes > MAX_TENSOR_BYTES:
+            what = f"'{node.name}'" if node.name else f"the result of {node.op}"
+            raise TensorTooLargeError(
+                f"{what} is {node.type} ({node.type.nbytes / 2**30:.1f} GiB); the reference "
+                f"interpreter stops at {MAX_TENSOR_BYTES / 2**30:.1f} GiB per tensor "
+                "(bind smaller dimensions with --dim, or raise EQSAT_MAX_TENSOR_BYTES)"
+            )
+
+
 def evaluate_nodes(graph: Graph, bindings: Mapping[str, np.ndarray]) -> list[np.ndarray | None]:
     """Values of all live nodes (None for dead ones), in the nodes' dtypes."""
+    check_sizes(graph)
     live = graph.live()
     values: list[np.ndarray | None] = [None] * len(graph.nodes)
     for i, node in graph:
@@ -99,6 +124,7 @@ def param_scale(shape: tuple[int, ...]) -> float:
 
 def random_bindings(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded values for every input (standard normal) and param (scaled normal)."""
+    check_sizes(graph)
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for _, node in graph.inputs:

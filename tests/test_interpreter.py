@@ -315,3 +315,16 @@ def test_fused_flops_are_the_composition_flops():
     out = TensorType(F32, (4, 3))
     assert REGISTRY["matmul_bias"].flops([t, w, bias], out, {}) == mm + 12
     assert REGISTRY["matmul_bias_relu"].flops([t, w, bias], out, {}) == mm + 24
+
+
+def test_run_refuses_a_tensor_too_large_to_allocate(tmp_path, capsys) -> None:
+    from eqsat.cli import main
+
+    model = tmp_path / "big.model"
+    model.write_text("model big {\n  input x: f32[100000, 100000]\n  y = relu(x)\n  output y\n}\n")
+    assert main(["check", str(model)]) == 0  # checking needs no memory
+    capsys.readouterr()
+    assert main(["run", str(model)]) == 1
+    err = capsys.readouterr().err
+    assert "'x' is f32[100000, 100000] (37.3 GiB)" in err
+    assert "Traceback" not in err
