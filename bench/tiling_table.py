@@ -38,6 +38,7 @@ from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from eqsat.tiling import node_tile  # noqa: E402
 from frontend import load_model  # noqa: E402
 from hwsim import load_hardware, simulate  # noqa: E402
+from hwsim.costmodel import pow2_multiples  # noqa: E402
 from hwsim.dtypes import ITEMSIZE  # noqa: E402
 from hwsim.hardware import Hardware  # noqa: E402
 
@@ -101,14 +102,6 @@ def simulated_cycles(hw: Hardware, k: Kernel, tile: tuple[int, int, int] | None)
     return simulate(compiled.program, hw, feeds, check_races=False).report.cycles
 
 
-def _sizes(unit: int, limit: int) -> list[int]:
-    out, s = [], unit
-    while s < limit:
-        out.append(s)
-        s *= 2
-    return [*out, limit]
-
-
 def exhaustive_tiles(hw: Hardware, k: Kernel) -> list[tuple[int, int, int]]:
     """Every power-of-two multiple of the array (or the whole dimension) per tile size
     that fits the accumulator and SRAM with one output slot (the backend's minimum).
@@ -121,11 +114,11 @@ def exhaustive_tiles(hw: Hardware, k: Kernel) -> list[tuple[int, int, int]]:
     so = 4 if k.in_types[0].dtype.value == "i8" else s
     g = Gemm((), m, n, kk, k.in_types[0].dtype.value, "f32")
     tiles = []
-    for tm in _sizes(hw.array_rows, m):
-        for tn in _sizes(hw.array_cols, n):
+    for tm in pow2_multiples(hw.array_rows, m):
+        for tn in pow2_multiples(hw.array_cols, n):
             if 4 * tm * tn > hw.acc_bytes:
                 continue
-            for tk in _sizes(hw.array_rows, kk):
+            for tk in pow2_multiples(hw.array_rows, kk):
                 if sram_need(g, (tm, tn, tk), (s, s, so, 0), "nn", 1) + MARGIN <= hw.sram_bytes:
                     tiles.append((tm, tn, tk))
     return tiles

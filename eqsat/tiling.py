@@ -29,7 +29,13 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 
-from hwsim.costmodel import SPILL_FACTOR, KernelCost, KernelWork, matmul_tiling_cost
+from hwsim.costmodel import (
+    SPILL_FACTOR,
+    KernelCost,
+    KernelWork,
+    matmul_tiling_cost,
+    pow2_multiples,
+)
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import MATRIX_DTYPES, Hardware
 
@@ -176,14 +182,6 @@ def prefer_explicit_tiles(priced, extraction):
     return replace(extraction, choice=choice, dag_cost=extraction.dag_cost - saved)
 
 
-def _sizes(unit: int, limit: int) -> list[int]:
-    out, s = [], unit
-    while s < limit:
-        out.append(s)
-        s *= 2
-    return [*out, limit]
-
-
 def fitting_search_cost(
     hw: Hardware, work: KernelWork, epilogue: int = 0, transposed_b: bool = False
 ) -> KernelCost | None:
@@ -191,13 +189,13 @@ def fitting_search_cost(
     array, or the whole dimension; the largest fitting K step) among those the backend
     can run (tile_sram_bytes): what the backend picks for a kernel without a tile."""
     best = None
-    for tm in _sizes(hw.array_rows, work.m):
-        for tn in _sizes(hw.array_cols, work.n):
+    for tm in pow2_multiples(hw.array_rows, work.m):
+        for tn in pow2_multiples(hw.array_cols, work.n):
             if 4 * tm * tn > hw.acc_bytes:
                 continue
             fits = [
                 tk
-                for tk in _sizes(hw.array_rows, work.k)
+                for tk in pow2_multiples(hw.array_rows, work.k)
                 if tile_sram_bytes(work, (tm, tn, tk), epilogue, transposed_b) <= hw.sram_bytes
             ]
             if fits:

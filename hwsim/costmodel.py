@@ -100,7 +100,8 @@ def _splits(total: int, tile: int) -> list[tuple[int, int]]:
     return [(s, c) for s, c in ((tile, full), (rest, 1 if rest else 0)) if c]
 
 
-def _pow2_multiples(unit: int, limit: int) -> list[int]:
+def pow2_multiples(unit: int, limit: int) -> list[int]:
+    """unit, 2*unit, 4*unit, ... below `limit`, then `limit`: the tile sizes tried."""
     sizes, s = [], unit
     while s < limit:
         sizes.append(s)
@@ -136,11 +137,11 @@ def _matmul_tiles(hw: Hardware, w: KernelWork) -> Iterator[tuple[int, int, int]]
     s, s_out = ITEMSIZE[w.dtype], _out_itemsize(w)
     kp, np_ = math.ceil(w.k / R) * R, math.ceil(w.n / C) * C
     budget = hw.sram_bytes - w.working_set_bytes
-    for tm in _pow2_multiples(R, w.m):
-        for tn in _pow2_multiples(C, np_):
+    for tm in pow2_multiples(R, w.m):
+        for tn in pow2_multiples(C, np_):
             if 4 * tm * tn > hw.acc_bytes:
                 continue
-            for tk in reversed(_pow2_multiples(R, kp)):
+            for tk in reversed(pow2_multiples(R, kp)):
                 if 2 * (tm * tk + tk * tn) * s + 2 * tm * tn * s_out <= budget:
                     yield tm, tn, tk
                     break
