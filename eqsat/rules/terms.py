@@ -81,13 +81,7 @@ def pattern(term: ast.Term, scope: Scope, deferred: list) -> str:
         binding = scope.env.get(term.name)
         if binding is None:
             return scope.bind(term.name, Ty.TERM, term.pos)
-        if binding.ty is not Ty.TERM:
-            raise scope.fail(
-                GuardTypeError,
-                f"'{term.name}' is an attribute variable ({TY_WORDS[binding.ty]}), not a tensor",
-                term.pos,
-            )
-        return var(term.name)
+        return _tensor_var(term, binding.ty, scope)
     op = lookup_op(term, scope)
     operands = [pattern(a, scope, deferred) for a in term.args]
     given = {a.key: a for a in term.attrs}
@@ -197,13 +191,7 @@ def template(term: ast.Term, scope: Scope) -> str:
                 "variable must appear on the left (or be defined by an earlier `name = ...`)",
                 term.pos,
             )
-        if binding.ty is not Ty.TERM:
-            raise scope.fail(
-                GuardTypeError,
-                f"'{term.name}' is an attribute variable ({TY_WORDS[binding.ty]}), not a tensor",
-                term.pos,
-            )
-        return var(term.name)
+        return _tensor_var(term, binding.ty, scope)
     op = lookup_op(term, scope)
     operands = [template(a, scope) for a in term.args]
     given = {a.key: a for a in term.attrs}
@@ -248,3 +236,14 @@ def _default(op: OpDef, spec: AttrSpec, given: dict, call: ast.Call, scope: Scop
             call.pos,
         )
     return literal(spec.type, spec.default)
+
+
+def _tensor_var(term: ast.Var, ty: Ty, scope: Scope) -> str:
+    """A bound variable used where a tensor goes: its egglog name, if it is one."""
+    if ty is not Ty.TERM:
+        raise scope.fail(
+            GuardTypeError,
+            f"'{term.name}' is an attribute variable ({TY_WORDS[ty]}), not a tensor",
+            term.pos,
+        )
+    return var(term.name)
