@@ -52,6 +52,7 @@ class Compiler:
     ) -> None:
         self.graph, self.hw = graph, hw
         self.consts = dict(consts or {})  # param values known at compile time, by name
+        self.data: dict[str, np.ndarray] = {}  # constant buffers' contents, by binding
         self.values: list[Value | None] = [None] * len(graph.nodes)
         self.buffers: list[LogicalBuffer] = []
         self.kernels: list[KernelPlan] = []
@@ -92,6 +93,14 @@ class Compiler:
         view = View(buf, 0, stored, row_major(stored))
         return view.permute(_inverse(perm)) if perm else view
 
+    def constant_buffer(self, label: str, dtype: str, value: np.ndarray) -> View:
+        """A read-only input buffer whose contents the compiler knows (iota tables):
+        the program's data, fed with the program like the model's literals."""
+        binding = self.unique(f"data.{label}")
+        self.data[binding] = np.asarray(value)
+        view = self.input_buffer(binding, dtype, tuple(np.shape(value)))
+        return view
+
     def alloc_value(self, i: int, node: Node, keep_last: bool = True) -> View:
         """The buffer a kernel writes node i into, in the node's preferred layout."""
         shape, dtype = node.type.shape, node.type.dtype.value
@@ -108,6 +117,8 @@ class Compiler:
             return np.asarray(node.opdef.ref([], node.attr_dict))
         if node.op == "param":
             return self.consts.get(str(node.attr("name")))
+        if node.op == "literal":
+            return self.graph.constants[str(node.attr("name"))]
         return None
 
     def value(self, j: int) -> Value:
@@ -261,6 +272,7 @@ class Compiler:
             outputs=out_names,
             kernels=infos,
             footprint=footprint,
+            data={**self.graph.used_constants(), **self.data},
         )
 
 

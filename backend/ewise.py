@@ -13,6 +13,7 @@ and to fit SRAM with both slots and the intermediates.
 
 from __future__ import annotations
 
+from eqsat.ir.strides import coalesce
 from hwsim.dtypes import ITEMSIZE
 
 from .emit import KernelBuilder, Pipeline, sub
@@ -20,7 +21,7 @@ from .errors import BackendError
 from .expr import Expr
 from .space import Operand, Space, dram
 from .tileexpr import TileExpr, bytes_per_element, leaf_class
-from .views import View, coalesce
+from .views import View
 
 MARGIN = 1024  # SRAM bytes kept free
 

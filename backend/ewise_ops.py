@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .ewise_masks import MASK_EXPR
 from .expr import Bin, Cvt, Expr, Requant, Un, requant_params
 from .views import Imm
 
@@ -63,7 +64,6 @@ EXPR: dict[str, Builder] = {
     "minimum": _binary("min"),
     "neg": _unary("neg"),
     "relu": _unary("relu"),
-    "gelu": _unary("gelu"),
     "sigmoid": _unary("sigmoid"),
     "tanh": _unary("tanh"),
     "exp": _unary("exp"),
@@ -74,4 +74,5 @@ EXPR: dict[str, Builder] = {
     "quantize": _quantize,
     "dequantize": _dequantize,
     "requantize": _requantize,
+    **MASK_EXPR,  # gelu (both forms), math ops, comparisons, logic, where
 }

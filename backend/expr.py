@@ -2,10 +2,11 @@
 
 Leaves are operands loaded tile by tile (or a tile the kernel already holds, like a
 matmul accumulator); immediates are constants folded into instructions. Operators are
-those of the ISA: `Un` (unary), `Bin` (binary), `Cvt` (store into another dtype:
-rounds and saturates), `Requant` (i32 -> i8 by a fixed-point multiplier). Floats are
-computed in f32 tiles and integers in i32 tiles; only the root writes the output dtype,
-which is how a fused kernel avoids rounding its intermediates.
+those of the ISA: `Un` (unary), `Bin` (binary), `Sel` (select: picks, never computes),
+`Cvt` (store into another dtype: rounds and saturates), `Requant` (i32 -> i8 by a
+fixed-point multiplier). Floats are computed in f32 tiles and integers in i32 tiles;
+only the root writes the output dtype, which is how a fused kernel avoids rounding its
+intermediates.
 
 Subtrees without leaves fold to an `Imm` with exactly the machine's arithmetic
 (hwsim.semantics), so folding never changes a result.
@@ -44,6 +45,15 @@ class Bin:
 
 
 @dataclass(frozen=True)
+class Sel:
+    """a where cond is nonzero, else b (the `select` instruction)."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
 class Cvt:
     dtype: str
     x: Expr
@@ -74,8 +84,15 @@ class RequantCh:
     rounding: str = "even"
 
 
-Expr = Leaf | Imm | Un | Bin | Cvt | Requant | RequantCh
+Expr = Leaf | Imm | Un | Bin | Sel | Cvt | Requant | RequantCh
 COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
+# comparisons and logic: a 0/1 result, so their operands must not be rounded to it
+FLAGS = frozenset({"eq", "lt", "le", "gt", "ge", "and", "or", "xor"})
+# op(a, b) == MIRRORED[op](b, a): lets a broadcast or immediate first operand go second
+MIRRORED = {
+    **{op: op for op in (*COMMUTATIVE, "eq", "and", "or", "xor")},
+    **{"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"},
+}
 
 
 def compute_dtype(dtype: str) -> str:
@@ -96,7 +113,7 @@ def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
             return "i8"
         case Un(x=x):
             return compute_dtype(dtype_of(x, leaf_dtypes))
-        case Bin(a=a):
+        case Bin(a=a) | Sel(a=a):
             return compute_dtype(dtype_of(a, leaf_dtypes))
     raise TypeError(e)
 
@@ -122,6 +139,11 @@ def fold(e: Expr) -> Expr:
                 d = compute_dtype(a.dtype)
                 return _imm(semantics.binary(op, _array(a), _array(b)), d)
             return Bin(op, a, b)
+        case Sel(cond=c, a=a, b=b):
+            c, a, b = fold(c), fold(a), fold(b)
+            if isinstance(c, Imm):
+                return a if c.value != 0 else b
+            return Sel(c, a, b)
         case Cvt(dtype=d, x=x):
             x = fold(x)
             return _imm(_array(x), d) if isinstance(x, Imm) else Cvt(d, x)
@@ -149,6 +171,8 @@ def leaves_of(e: Expr) -> set[int]:
             return set()
         case Bin(a=a, b=b):
             return leaves_of(a) | leaves_of(b)
+        case Sel(cond=c, a=a, b=b):
+            return leaves_of(c) | leaves_of(a) | leaves_of(b)
         case RequantCh(x=x, ch=ch):
             return leaves_of(x) | {ch.index}
     return leaves_of(e.x)  # type: ignore[union-attr]
@@ -161,6 +185,8 @@ def ops_of(e: Expr) -> list[Expr]:
             return []
         case Bin(a=a, b=b):
             return [*ops_of(a), *ops_of(b), e]
+        case Sel(cond=c, a=a, b=b):
+            return [*ops_of(c), *ops_of(a), *ops_of(b), e]
     return [*ops_of(e.x), e]  # type: ignore[union-attr]
 
 

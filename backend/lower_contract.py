@@ -21,9 +21,10 @@ from dataclasses import replace
 
 from eqsat.costs import kernel_work
 from eqsat.ir.graph import Node
-from eqsat.ir.types import TensorType
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import AttrRef, Call
+from eqsat.spatial_plan import group_share, is_depthwise
 from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, matmul_tiling_cost
 from hwsim.dtypes import ITEMSIZE
@@ -122,6 +123,8 @@ def contraction(
     cdef = REGISTRY[cop]
     ctype = cdef.type_of(types, cattrs)
     views = [c.as_view(v, t.shape, c.label(i)) for v, t in zip(args, types, strict=True)]
+    if cop == "conv2d" and is_depthwise(types[0], types[1], cattrs):
+        return _depthwise(c, i, node, views, cattrs, ctype, epi, leaves)
     work = model_work(c, node, cop, types, cattrs)
     if epi is not None and ctype.shape != node.type.shape:
         acc = acc_dtype(types[0].dtype.value)
@@ -140,6 +143,28 @@ def contraction(
         return out
     out = c.alloc_value(i, node, keep_last=True)
     _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work)
+    return out
+
+
+def _depthwise(c, i, node, views, cattrs, ctype, epi, leaves) -> View:
+    """A depthwise convolution is a window kernel (window.py); an epilogue that
+    broadcasts it to a larger shape runs as its own pass over an f32 result."""
+    from .window import lower_depthwise
+
+    x, w = views
+    if epi is None or ctype.shape == node.type.shape:
+        return lower_depthwise(c, i, node, x, w, cattrs, epi, leaves, node.type)
+    tmp = lower_depthwise(c, i, node, x, w, cattrs, None, [], ctype.with_dtype(DType.F32))
+    out = c.alloc_value(i, node, keep_last=False)
+    ins = [tmp, *leaves]
+    c.add_kernel(
+        c.kernel_name(i, ".epilogue"),
+        i,
+        "main",
+        lambda kb: emit_ewise(kb, out, epi, ins, c.zero()),
+        ins,
+        [out],
+    )
     return out
 
 
@@ -330,21 +355,25 @@ def _substitute(e: Expr, by: Expr) -> Expr:
         **{
             f.name: _substitute(getattr(e, f.name), by)
             for f in fields(e)
-            if f.name in ("x", "a", "b")
+            if f.name in ("x", "a", "b", "cond")
         },
     )
 
 
 def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
+    """The implicit GEMM of a convolution; with groups, one GEMM per group on its own
+    channel slice of the (group-major) image, weight columns and output channels."""
     from .conv_prep import conv_inputs
 
     x, w = views
-    n, ch, _, _ = x.shape
-    o, _, kh, kw = w.shape
+    n, _, _, _ = x.shape
+    o, cg, kh, kw = w.shape
+    groups = int(attrs.get("groups", 1))
+    og = o // groups
     ho, wo = out.shape[2], out.shape[3]
     za = int(attrs.get("a_zero", 0))
     xp, w2, geom = conv_inputs(
-        c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo), za
+        c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo), za, groups
     )
     if za:  # sum((xp - za) * w) = sum(xp * w) - za * sum(w): xp is padded with za
         ws = _row_sums(c, i, w2.permute((1, 0)), ".wsum")  # [O]
@@ -353,25 +382,37 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
         leaves = [*leaves, ws.reshape((o, 1, 1))]
     out3 = out.reshape((n, o, ho * wo))
     assert out3 is not None
-    space = Space(out3.shape, 1, 2)
     l3 = []
     for v in leaves:
         b = v.broadcast_to(out.shape)
         r = b.reshape(out3.shape)
         l3.append(r if r is not None else c.materialize(b, c.label(i), i).reshape(out3.shape))
-    l3 = _epi_leaves(c, i, l3, space, c.hw.array_cols, c.hw.array_rows)
-    g = Gemm((n,), ho * wo, o, kh * kw * ch, x.dtype, acc_dtype(x.dtype))
-    s = ITEMSIZE[x.dtype]
-    extra = _epi_bytes(epi, l3, space, out.dtype, g.acc_dtype) + 4
-    sizes = (s, s, ITEMSIZE[out.dtype], extra)
-    modes = "n" + matrix_mode(w2)  # type: ignore[operator]
-    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
-    zero = c.zero
-    c.add_kernel(
-        c.kernel_name(i),
-        i,
-        "main",
-        lambda kb: emit_conv(kb, xp, geom, w2, out3, epi, l3, tile, zero(), slots),
-        [xp, w2, *l3],
-        [out3],
-    )
+    g = Gemm((n,), ho * wo, og, kh * kw * cg, x.dtype, acc_dtype(x.dtype))
+    if groups > 1:
+        work = group_share(work, groups)
+    image = n * geom.hp * geom.wp * cg
+    for j in range(groups):
+        cols = (j * og, (j + 1) * og)
+        xp_j = View(xp.buf, xp.offset + j * image, (n, geom.hp, geom.wp, cg), xp.strides[-4:])
+        w2_j = w2.slice((0, cols[0]), (w2.shape[0], cols[1]))
+        out_j = out3.slice((0, cols[0], 0), (n, cols[1], ho * wo))
+        l3_j = [v.slice((0, cols[0], 0), (n, cols[1], ho * wo)) for v in l3]
+        space = Space(out_j.shape, 1, 2)
+        l3_j = _epi_leaves(c, i, l3_j, space, c.hw.array_cols, c.hw.array_rows)
+        s = ITEMSIZE[x.dtype]
+        extra = _epi_bytes(epi, l3_j, space, out.dtype, g.acc_dtype) + 4
+        sizes = (s, s, ITEMSIZE[out.dtype], extra)
+        modes = "n" + matrix_mode(w2_j)  # type: ignore[operator]
+        tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
+        c.add_kernel(
+            c.kernel_name(i, f".g{j}" if groups > 1 else ""),
+            i,
+            "main",
+            _conv_emit(xp_j, geom, w2_j, out_j, epi, l3_j, tile, c.zero, slots),
+            [xp_j, w2_j, *l3_j],
+            [out_j],
+        )
+
+
+def _conv_emit(xp, geom, w2, out3, epi, leaves, tile, zero, slots):
+    return lambda kb: emit_conv(kb, xp, geom, w2, out3, epi, leaves, tile, zero(), slots)

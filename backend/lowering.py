@@ -21,10 +21,13 @@ from .compiler import Compiler, _inverse
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
 from .expr import Cvt, Expr, Leaf, fold
+from .gather import lower_gather
 from .lower_contract import lower_contraction, lower_fused
+from .pad import lower_pad
 from .quant import LOWER_QUANT
 from .rowwise import emit_reduce, emit_rows
 from .views import Imm, Value, View
+from .window import lower_avg_pool, lower_max_pool
 
 # ---------------------------------------------------------------- leaves
 
@@ -33,6 +36,12 @@ def lower_leaf(c: Compiler, i: int, node: Node) -> Value:
     t = node.type
     perm = c.prefs.get(i) if node.op == "param" else None
     return c.input_buffer(str(node.attr("name")), t.dtype.value, t.shape, perm)
+
+
+def lower_iota(c: Compiler, i: int, node: Node) -> Value:
+    """Positions are known at compile time: a constant buffer (the program's data)."""
+    value = narrow(node.opdef.ref([], node.attr_dict), node.type.dtype)
+    return c.constant_buffer(c.label(i), node.type.dtype.value, value)
 
 
 def lower_const(c: Compiler, i: int, node: Node) -> Value:
@@ -220,12 +229,31 @@ def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
     return out
 
 
+def lower_rmsnorm(c: Compiler, i: int, node: Node) -> Value:
+    shape = node.type.shape
+    x = _row_operand(c, _x(c, node), shape, c.label(i))
+    gamma = _row_operand(c, c.value(node.inputs[1]), (shape[-1],), c.label(i) + ".gamma")
+    out = c.alloc_value(i, node, keep_last=True)
+    params = {"gamma": gamma, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_rows(kb, x, out, "rmsnorm", params),
+        [x, gamma],
+        [out],
+    )
+    return out
+
+
 # ---------------------------------------------------------------- the table
 
 LOWER = {
     "input": lower_leaf,
     "param": lower_leaf,
+    "literal": lower_leaf,
     "const": lower_const,
+    "iota": lower_iota,
     **dict.fromkeys(EXPR, lower_ewise),
     "reshape": lower_reshape,
     "transpose": lower_transpose,
@@ -237,6 +265,11 @@ LOWER = {
     "reduce_mean": lower_reduce,
     "softmax": lower_softmax,
     "layernorm": lower_layernorm,
+    "rmsnorm": lower_rmsnorm,
+    "gather": lower_gather,
+    "pad": lower_pad,
+    "max_pool2d": lower_max_pool,
+    "avg_pool2d": lower_avg_pool,
     "matmul": lower_contraction,
     "matmul_nt": lower_contraction,
     "qmatmul": lower_contraction,
@@ -246,7 +279,17 @@ LOWER = {
     **LOWER_QUANT,  # requantize_pc, observe
 }
 
-_FOLDABLE_SKIP = {"input", "param", "const", "reshape", "transpose", "slice", "broadcast"}
+_FOLDABLE_SKIP = {
+    "input",
+    "param",
+    "literal",
+    "const",
+    "iota",
+    "reshape",
+    "transpose",
+    "slice",
+    "broadcast",
+}
 
 
 def lower_node(c: Compiler, i: int, node: Node) -> Value:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,9 +34,13 @@ class CompiledProgram:
     outputs: dict[str, str]  # graph output name -> buffer name
     kernels: list[KernelInfo]
     footprint: Footprint
+    # Contents of the input buffers the program itself defines: the model's literals
+    # and compile-time tables, by binding name.
+    data: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def feeds(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Input buffers from graph bindings (by input/param name), in buffer layout."""
+        """Input buffers from graph bindings (by input/param name) and the program's
+        own data, in buffer layout."""
         buffers = self.program.buffer_map
         out = {}
         for buf, (name, perm) in self.inputs.items():
@@ -44,7 +48,7 @@ class CompiledProgram:
             if name is None:
                 out[buf] = np.zeros(b.shape, dtype=np.int8)
                 continue
-            value = np.asarray(bindings[name])
+            value = np.asarray(self.data[name] if name in self.data else bindings[name])
             if value.dtype.kind in "fV" or value.dtype.name == "bfloat16":
                 value = value.astype(np.float32)
             if perm:

@@ -63,6 +63,10 @@ def lower_requantize_pc(c, i: int, node: Node) -> Value:
         v = leaves[-1]
         if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
             leaves[-1] = c.materialize(v, c.label(i) + ".scales", i)
+        if isinstance(exprs[0], Imm):  # one accumulator value, per-channel results: a tile
+            x_type = c.graph.nodes[node.inputs[0]].type
+            leaves.append(c.as_view(exprs[0], x_type.shape, c.label(i)))
+            exprs = [Leaf(len(leaves) - 1), *exprs[1:]]
     return expr_value(c, i, node, requantize_pc_expr(exprs, node.attr_dict, values), leaves)
 
 

@@ -1,15 +1,18 @@
-"""Kernels that work on whole rows: reductions over trailing axes, softmax, layernorm.
+"""Kernels that work on whole rows: reductions over trailing axes, softmax, layernorm,
+rmsnorm.
 
 The row is the last axis of the input view (the compiler permutes the reduced or
 normalized axes last and makes them contiguous first). Tiles are rows x cols blocks;
 a reduction may split long rows into column chunks and combine the partial results,
 softmax and layernorm keep a whole row per tile (its working set must fit SRAM).
 The vector program mirrors the reference ops one to one (max, subtract, exp, sum,
-divide; mean, center, variance, sqrt, scale, shift) so results match in f32.
+divide; mean, center, variance, sqrt, scale, shift; square, mean, rsqrt, scale) so
+results match in f32.
 """
 
 from __future__ import annotations
 
+from eqsat.ir.strides import coalesce
 from hwsim.dtypes import ITEMSIZE
 from hwsim.isa import Binary, Instr, Reduce, Unary
 
@@ -17,7 +20,7 @@ from .emit import KernelBuilder, Pipeline, sub
 from .errors import BackendError
 from .expr import compute_dtype
 from .space import Operand, Space, dram
-from .views import View, coalesce
+from .views import View
 
 
 def rows_space(x: View, out_strides: tuple[int, ...]) -> tuple[Space, Operand, tuple]:
@@ -82,14 +85,13 @@ def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> N
 
 
 def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) -> None:
-    """softmax or layernorm over the last axis of x into out (same shape)."""
+    """softmax, layernorm or rmsnorm over the last axis of x into out (same shape)."""
     space, xo, ostrides = rows_space(x, out.strides)
     oop = Operand(out.buf, out.offset, ostrides)
     n = space.cols
     isz, osz = ITEMSIZE[x.dtype], ITEMSIZE[out.dtype]
-    resident = 0
-    if kind == "layernorm":
-        resident = sum(2 * n * ITEMSIZE[v.dtype] for v in (params["gamma"], params["beta"]))
+    vectors = [k for k in ("gamma", "beta") if k in params]  # rows resident in SRAM
+    resident = sum(2 * n * ITEMSIZE[params[k].dtype] for k in vectors)
     per_row = n * (2 * isz + 2 * osz + 8) + 16
     rt = min(space.rows, _budget(kb, per_row, n * (isz + osz)))
     if rt < 1 or resident + per_row > kb.free_bytes():
@@ -98,9 +100,9 @@ def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) ->
         )
     pipe = Pipeline(kb, "n")
     rows = {}
-    if kind == "layernorm":
+    if vectors:
         pairs = []
-        for key in ("gamma", "beta"):
+        for key in vectors:
             v: View = params[key]
             t = kb.alloc(1, n, v.dtype)
             rows[key] = t
@@ -118,6 +120,8 @@ def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) ->
         tt, ut, a, b = sub(t, rn, n), sub(u, rn, n), sub(c1, rn, 1), sub(c2, rn, 1)
         if kind == "softmax":
             body = _softmax(xt, tt, a, b)
+        elif kind == "rmsnorm":
+            body = _rmsnorm(xt, tt, ut, a, n, params["eps"])
         else:
             body = _layernorm(xt, tt, ut, a, b, n, params["eps"], rows)
         pipe.compute(body)
@@ -126,6 +130,8 @@ def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) ->
         o = sub(outs[pipe.out_slot()], rn, n)
         if kind == "softmax":
             pipe.compute([Binary(op="div", dst=o, a=tt, b=b, bcast="col")])
+        elif kind == "rmsnorm":
+            pipe.compute([Binary(op="mul", dst=o, a=tt, b=rows["gamma"], bcast="row")])
         else:
             pipe.compute([Binary(op="add", dst=o, a=tt, b=rows["beta"], bcast="row")])
         pipe.store([(dram(oop, pos.offset(oop), rn, n, oop.strides[space.row]), o)])
@@ -137,6 +143,18 @@ def _softmax(x, t, mx, s) -> list[Instr]:
         Binary(op="sub", dst=t, a=x, b=mx, bcast="col"),
         Unary(op="exp", dst=t, src=t),
         Reduce(op="sum", dst=s, src=t),
+    ]
+
+
+def _rmsnorm(x, t, u, ms, n: int, eps: float) -> list[Instr]:
+    """t = x * rsqrt(mean(x*x) + eps); the caller scales by gamma into the output."""
+    return [
+        Binary(op="mul", dst=u, a=x, b=x),
+        Reduce(op="sum", dst=ms, src=u),
+        Binary(op="div", dst=ms, a=ms, imm=float(n)),
+        Binary(op="add", dst=ms, a=ms, imm=float(eps)),
+        Unary(op="rsqrt", dst=ms, src=ms),
+        Binary(op="mul", dst=t, a=x, b=ms, bcast="col"),
     ]
 
 

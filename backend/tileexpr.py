@@ -16,18 +16,20 @@ a load: one element of any DRAM buffer loaded into a larger tile.
 from __future__ import annotations
 
 from hwsim.dtypes import ITEMSIZE, is_float
-from hwsim.isa import Binary, Instr, Requantize, Tile, Transpose, Unary
+from hwsim.isa import Binary, Instr, Requantize, Select, Tile, Transpose, Unary
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .expr import (
-    COMMUTATIVE,
+    FLAGS,
+    MIRRORED,
     Bin,
     Cvt,
     Expr,
     Leaf,
     Requant,
     RequantCh,
+    Sel,
     Un,
     dtype_of,
     fold,
@@ -58,7 +60,7 @@ def spine(expr: Expr, out_dtype: str, leaf_dtypes: list[str]) -> set[int]:
     while isinstance(e, Un | Bin | Cvt) and dtype_of(e, leaf_dtypes) == out_dtype:
         out.add(id(e))
         e = e.a if isinstance(e, Bin) else e.x
-    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin):
+    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin | Sel):
         out.add(id(expr))  # the root always writes the output tile
     return out
 
@@ -88,6 +90,8 @@ def bytes_per_element(
         (given or {}).get(i, op.dtype if op is not None else "f32") for i, op in enumerate(operands)
     ]
     inter = len(ops_of(e)) - len(spine(e, out_dtype, dts))
+    if _own_root_tile(e, dts, out_dtype):
+        inter += 1  # the root may need a tile of its own (TileExpr._plan)
     return total + 4 * max(0, inter)
 
 
@@ -158,6 +162,12 @@ class TileExpr:
             c = _join(ca, cb)
             if _needs_zero(e.op, ca, cb):
                 self.zero_kinds.add(_kind(dtype_of(e.a, self.dtypes)))
+                if root and _own_root_tile(e, self.dtypes, self.out_dtype):
+                    self.in_out.discard(id(e))
+        elif isinstance(e, Sel):  # select broadcasts rows and columns itself
+            for x in (e.cond, e.a, e.b):
+                self._plan(x)
+            c = _join(_join(self._class(e.cond), self._class(e.a)), self._class(e.b))
         else:
             self._plan(e.x)  # type: ignore[union-attr]
             c = self._class(e.x)  # type: ignore[union-attr]
@@ -255,6 +265,8 @@ class TileExpr:
         dst = self._dst(e, root)
         if isinstance(e, Bin):
             self._binary(e, dst)
+        elif isinstance(e, Sel):
+            self._select(e, dst)
         else:
             x = self._eval(e.x)  # type: ignore[union-attr]
             assert isinstance(x, Tile)
@@ -301,6 +313,13 @@ class TileExpr:
         if e.lo > -128:
             self._instrs.append(Binary(op="max", dst=dst, a=dst, imm=float(e.lo)))
 
+    def _select(self, e: Sel, dst: Tile) -> None:
+        cond, a, b = self._eval(e.cond), self._eval(e.a), self._eval(e.b)
+        assert isinstance(cond, Tile), "fold() resolves a constant condition"
+        ta, ia = (None, a.value) if isinstance(a, Imm) else (a, None)
+        tb, ib = (None, b.value) if isinstance(b, Imm) else (b, None)
+        self._instrs.append(Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib))
+
     def _binary(self, e: Bin, dst: Tile) -> None:
         emit = self._instrs.append
         a, b = self._eval(e.a), self._eval(e.b)
@@ -310,8 +329,8 @@ class TileExpr:
         if isinstance(b, Imm):
             emit(Binary(op=op, dst=dst, a=a, imm=b.value))  # type: ignore[arg-type]
         elif isinstance(a, Imm):
-            if op in COMMUTATIVE:
-                emit(Binary(op=op, dst=dst, a=b, imm=a.value))
+            if op in MIRRORED:
+                emit(Binary(op=MIRRORED[op], dst=dst, a=b, imm=a.value))
             elif op == "sub":  # c - x = (-x) + c exactly
                 emit(Unary(op="neg", dst=dst, src=b))
                 emit(Binary(op="add", dst=dst, a=dst, imm=a.value))
@@ -322,8 +341,8 @@ class TileExpr:
             emit(Binary(op=op, dst=dst, a=a, b=b))
         elif ca == FULL:
             emit(Binary(op=op, dst=dst, a=a, b=b, bcast=cb))
-        elif cb == FULL and op in COMMUTATIVE:
-            emit(Binary(op=op, dst=dst, a=b, b=a, bcast=ca))
+        elif cb == FULL and op in MIRRORED:
+            emit(Binary(op=MIRRORED[op], dst=dst, a=b, b=a, bcast=ca))
         elif cb == FULL and op == "sub":
             emit(Unary(op="neg", dst=dst, src=b))
             emit(Binary(op="add", dst=dst, a=dst, b=a, bcast=ca))
@@ -342,6 +361,13 @@ class TileExpr:
         else:
             zero = self._zero(_kind(res.dtype), FULL)
             self._instrs.append(Binary(op="add", dst=out, a=zero, b=res, bcast=cls))
+
+
+def _own_root_tile(e: Expr, dtypes: list[str], out_dtype: str) -> bool:
+    """Must a root comparison or logic op expand its first operand in a tile of its
+    own? It is expanded where the result goes, and the output (an i8 mask) would
+    round it."""
+    return isinstance(e, Bin) and e.op in FLAGS and dtype_of(e.a, dtypes) != out_dtype
 
 
 def _kind(dtype: str) -> str:
@@ -365,5 +391,5 @@ def _needs_zero(op: str, ca: str, cb: str) -> bool:
     if cb == IMM or ca in (cb, FULL):
         return False
     if ca == IMM:
-        return op not in COMMUTATIVE and op != "sub"
-    return not (cb == FULL and (op in COMMUTATIVE or op == "sub"))
+        return op not in MIRRORED and op != "sub"
+    return not (cb == FULL and (op in MIRRORED or op == "sub"))

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from eqsat.ir.strides import row_major
+
 
 @dataclass(eq=False)
 class LogicalBuffer:
@@ -37,14 +39,6 @@ class LogicalBuffer:
         from hwsim.dtypes import ITEMSIZE
 
         return self.size * ITEMSIZE[self.dtype]
-
-
-def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
 
 
 @dataclass(frozen=True)
@@ -150,24 +144,3 @@ class Imm:
 
 
 Value = View | Imm
-
-
-def coalesce(
-    shape: tuple[int, ...], strides: list[tuple[int, ...]]
-) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """Drop size-1 axes and merge neighbours that every stride tuple walks as one axis."""
-    keep = [i for i, d in enumerate(shape) if d != 1]
-    dims = [shape[i] for i in keep]
-    strs = [[s[i] for i in keep] for s in strides]
-    i = len(dims) - 2
-    while i >= 0:
-        if all(s[i] == s[i + 1] * dims[i + 1] for s in strs):
-            dims[i] *= dims[i + 1]
-            del dims[i + 1]
-            for s in strs:
-                s[i] = s[i + 1]
-                del s[i + 1]
-        i -= 1
-    if not dims:
-        return (1,), [(1,) for _ in strides]
-    return tuple(dims), [tuple(s) for s in strs]

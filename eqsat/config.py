@@ -14,7 +14,7 @@ class Limits:
     time_limit: float = 30.0  # seconds of saturation
 
     def check(self) -> None:
-        from eqsat.cli import UsageError
+        from eqsat.flags import UsageError
 
         if self.iter_limit < 1:
             raise UsageError(f"--iter-limit must be at least 1, got {self.iter_limit}")

@@ -18,7 +18,9 @@ from dataclasses import dataclass, replace
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
+from eqsat.spatial_plan import add_costs, group_share, grouped_prep_cost, planned_cost
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
+from eqsat.vector_passes import vector_passes
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
 
@@ -48,7 +50,7 @@ def kernel_work(
     if op.kind is OpKind.LEAF or op_name in FREE_OPS:
         return None
     flops = op.flops(in_types, out, attrs)
-    bytes_in = op.bytes_read(in_types)
+    bytes_in = op.bytes_read(in_types, attrs)
     bytes_out = op.bytes_written(out)
     dtype = in_types[0].dtype.value if in_types else out.dtype.value
     contraction = None
@@ -76,10 +78,12 @@ def kernel_work(
             bytes_out=bytes_out,
         )
     kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
+    # the lane passes of the kernel's instructions where they are known, else FLOPs
+    lanes = vector_passes(op_name, in_types, out, attrs)
     return KernelWork(
         kind=kind,
         dtype=dtype,
-        vector_ops=flops if kind == "vector" else out.numel,
+        vector_ops=(flops if lanes is None else lanes) if kind == "vector" else out.numel,
         bytes_in=bytes_in,
         bytes_out=bytes_out,
         working_set_bytes=_working_set(op, in_types, out),
@@ -124,22 +128,45 @@ def op_cost(
     out: TensorType,
     attrs: Mapping[str, AttrValue],
 ) -> KernelCost | None:
+    planned = planned_cost(hw, op_name, in_types, out, attrs)
+    if planned is not None:  # gather, pad, pooling, depthwise convolution
+        return planned
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None:
         return None
+    groups = int(attrs.get("groups", 1))  # type: ignore[arg-type]
+    if work.kind == "conv" and groups > 1:
+        # one GEMM per group (N = O/G), after the prep of the group-major image
+        gemm = _gemm_cost(hw, op_name, in_types, out, attrs, group_share(work, groups))
+        return add_costs([grouped_prep_cost(hw, in_types[0], attrs), *[gemm] * groups])
     cost = kernel_cycles(hw, work)
     if work.kind in ("matmul", "conv"):
-        epilogue = _epilogue_bytes(REGISTRY[op_name], in_types, out, work.kind == "conv")
-        transposed = op_name == "matmul_nt"
-        tile = node_tile(attrs)
-        if tile is not None:
-            return tiled_cost(hw, work, tile, epilogue, transposed)
-        if cost.tile and tile_sram_bytes(work, cost.tile, epilogue, transposed) > hw.sram_bytes:
-            # The model's tile leaves no room for the epilogue: the backend picks among
-            # the tiles it can run, and so does the price.
-            cost = fitting_search_cost(hw, work, epilogue, transposed) or cost
+        return _gemm_cost(hw, op_name, in_types, out, attrs, work)
     if row_kernel_bytes(REGISTRY[op_name], in_types, out) > hw.sram_bytes:
         cost = replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES, feasible=False)
+    return cost
+
+
+def _gemm_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+    work: KernelWork,
+) -> KernelCost:
+    """A matrix kernel at its explicit tile, else at the model's best tile that leaves
+    room for the epilogue."""
+    cost = kernel_cycles(hw, work)
+    epilogue = _epilogue_bytes(REGISTRY[op_name], in_types, out, work.kind == "conv")
+    transposed = op_name == "matmul_nt"
+    tile = node_tile(attrs)
+    if tile is not None:
+        return tiled_cost(hw, work, tile, epilogue, transposed)
+    if cost.tile and tile_sram_bytes(work, cost.tile, epilogue, transposed) > hw.sram_bytes:
+        # The model's tile leaves no room for the epilogue: the backend picks among
+        # the tiles it can run, and so does the price.
+        cost = fitting_search_cost(hw, work, epilogue, transposed) or cost
     return cost
 
 

@@ -42,3 +42,19 @@ class SourceError(UserError):
             expanded = text.expandtabs(1)
             out += f"\n  {expanded}\n  {' ' * max(self.col - 1, 0)}^"
         return out
+
+
+def closest_name(name: str, candidates: list[str]) -> str | None:
+    """The candidate a misspelt `name` most likely meant (difflib's closest; among
+    equally close ones, the one sharing the longest prefix: 'ad' -> 'add', not 'pad')."""
+    import difflib
+
+    close = difflib.get_close_matches(name, candidates, n=5)
+
+    def key(c: str) -> tuple[float, int]:
+        ratio = difflib.SequenceMatcher(None, name, c).ratio()
+        pairs = zip(name, c, strict=False)
+        prefix = next((k for k, (a, b) in enumerate(pairs) if a != b), min(len(name), len(c)))
+        return (-round(ratio, 9), -prefix)
+
+    return min(close, key=key, default=None)

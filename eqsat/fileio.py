@@ -1,4 +1,6 @@
-"""Outputs are written whole or not at all: write to a temporary file, then rename."""
+"""Outputs are written whole or not at all: write to a temporary file, then rename.
+
+A model's tensors live next to its text: NAME.model -> NAME.params.npz."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eqsat.errors import UserError
-from eqsat.ir.types import DType, dtype_of_array
+from eqsat.ir.types import DType
 
 
 def write_atomic(path: str | Path, data: bytes | str) -> None:
@@ -61,12 +63,39 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
         if key.endswith(_BF16_SUFFIX):
             out[key[: -len(_BF16_SUFFIX)]] = value.view(DType.BF16.np_dtype)
         else:
-            try:
-                dtype_of_array(value)
-            except ValueError:
-                if not np.issubdtype(value.dtype, np.floating):
-                    raise UserError(
-                        f"{path}: array '{key}' has unsupported dtype {value.dtype}"
-                    ) from None
+            if value.dtype.kind not in "fiub":  # numbers and bools; what uses it checks more
+                raise UserError(f"{path}: array '{key}' has unsupported dtype {value.dtype}")
             out[key] = value
     return out
+
+
+PARAMS_SUFFIX = ".params.npz"
+
+
+def params_file_for(model_path: str | Path) -> Path:
+    """NAME.model -> NAME.params.npz (also for OUT.asm and NAME.onnx)."""
+    p = Path(model_path)
+    return p.with_name(p.stem + PARAMS_SUFFIX)
+
+
+def write_model_files(path: str | Path, text: str, arrays: Mapping[str, np.ndarray]) -> Path | None:
+    """Model text at `path` and its arrays (if any) at NAME.params.npz, both written
+    whole or not at all (the arrays are staged first, then both are renamed)."""
+    path = Path(path)
+    if not arrays:
+        write_atomic(path, text)
+        return None
+    params_path = params_file_for(path)
+    directory = params_path.parent if str(params_path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UserError(f"{path}: cannot write: directory '{directory}' does not exist")
+    fd, staged = tempfile.mkstemp(prefix=f".{params_path.name}.", suffix=".npz", dir=directory)
+    os.close(fd)
+    try:
+        save_arrays(staged, arrays)
+        write_atomic(path, text)
+        os.replace(staged, params_path)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+    return params_path

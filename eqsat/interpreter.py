@@ -46,6 +46,15 @@ def check_binding(
     if value.dtype != expected.dtype.np_dtype:
         if expected.dtype.is_float and np.issubdtype(value.dtype, np.floating):
             return value.astype(expected.dtype.np_dtype)
+        if expected.dtype.is_int and value.dtype.kind in "iub":
+            # Integers of another width (int64 token ids, bool masks): if they fit.
+            info = np.iinfo(expected.dtype.np_dtype)
+            if value.size == 0 or (info.min <= int(value.min()) and int(value.max()) <= info.max):
+                return value.astype(expected.dtype.np_dtype)
+            raise BindingError(
+                f"{where}'{name}' holds values in [{int(value.min())}, {int(value.max())}], "
+                f"outside the range of {expected.dtype}"
+            )
         raise BindingError(f"{where}'{name}' must be {expected.dtype}, got numpy {value.dtype}")
     return value
 
@@ -80,16 +89,26 @@ def evaluate_nodes(graph: Graph, bindings: Mapping[str, np.ndarray]) -> list[np.
     values: list[np.ndarray | None] = [None] * len(graph.nodes)
     for i, node in graph:
         if live[i]:
-            values[i] = _evaluate_node(node, values, bindings)
+            values[i] = _evaluate_node(node, values, bindings, graph.constants)
     return values
 
 
-def _evaluate_node(node: Node, values: list, bindings: Mapping[str, np.ndarray]) -> np.ndarray:
+def _evaluate_node(
+    node: Node,
+    values: list,
+    bindings: Mapping[str, np.ndarray],
+    constants: Mapping[str, np.ndarray],
+) -> np.ndarray:
     if node.op in ("input", "param"):
         name = str(node.attr("name"))
         if name not in bindings:
             raise BindingError(f"no value given for {node.op} '{name}'")
         return check_binding(name, bindings[name], node.type)
+    if node.op == "literal":
+        name = str(node.attr("name"))
+        if name not in constants:
+            raise BindingError(f"the model holds no values for literal '{name}'")
+        return check_binding(name, constants[name], node.type)
     args = [_compute_view(values[j]) for j in node.inputs]
     result = node.opdef.ref(args, node.attr_dict)
     return narrow(result, node.type.dtype)

@@ -101,7 +101,9 @@ def optimize(
     names = _class_names(graph, classes)
     outputs = [(name, classes[i]) for name, i in graph.outputs]
     leaf_order = [classes[i] for i, n in graph if n.is_leaf and classes[i] is not None]
-    optimized = rebuild(priced, extraction, outputs, graph.name, graph.dims, names, leaf_order)
+    optimized = rebuild(
+        priced, extraction, outputs, graph.name, graph.dims, names, leaf_order, graph.constants
+    )
     t_ext = time.perf_counter()
 
     base = graph if baseline is None else baseline

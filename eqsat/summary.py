@@ -64,7 +64,8 @@ def summarize(graph: Graph) -> Summary:
         ops[node.op] += 1
         in_types = [graph.nodes[j].type for j in node.inputs]
         flops += node.opdef.flops(in_types, node.type, node.attr_dict)
-        moved += node.opdef.bytes_read(in_types) + node.opdef.bytes_written(node.type)
+        moved += node.opdef.bytes_read(in_types, node.attr_dict)
+        moved += node.opdef.bytes_written(node.type)
     params = [n.type for i, n in graph.params if live[i]]
     return Summary(
         name=graph.name,

@@ -15,6 +15,16 @@ AttrValue = int | float | bool | str | tuple[ListItem, ...]
 
 
 @dataclass(frozen=True)
+class External:
+    """The value of a `const` that lives in the params file next to the model."""
+
+
+# A const's value: one number filling its shape, its values row-major, `external`,
+# or a dimension expression such as "S" (its value once bound).
+ConstValue = int | float | tuple[int | float, ...] | External | str
+
+
+@dataclass(frozen=True)
 class Pos:
     line: int = 0
     col: int = 0
@@ -63,6 +73,10 @@ class DimDecl:
     pos: Pos = _pos()
 
 
+def _comment() -> str:
+    return field(default="", compare=False, repr=False)
+
+
 @dataclass(frozen=True)
 class LeafDecl:
     """`input` or `param`."""
@@ -71,14 +85,16 @@ class LeafDecl:
     name: str
     type: TypeSpec
     pos: Pos = _pos()
+    comment: str = _comment()  # printed after the declaration (an importer's note)
 
 
 @dataclass(frozen=True)
 class ConstDecl:
     name: str
     type: TypeSpec
-    value: int | float
+    value: ConstValue
     pos: Pos = _pos()
+    comment: str = _comment()
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,7 @@ class Assign:
     name: str
     expr: Expr
     pos: Pos = _pos()
+    comment: str = _comment()
 
 
 @dataclass(frozen=True)

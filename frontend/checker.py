@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import ml_dtypes
 import numpy as np
 
+from eqsat.errors import closest_name
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, AttrType, OpKind, OpTypeError
@@ -20,6 +21,7 @@ from frontend.errors import (
     ArityError,
     AttributeError_,
     DuplicateNameError,
+    MissingDataError,
     MissingOutputError,
     ModelError,
     TypeMismatchError,
@@ -32,9 +34,17 @@ CALLABLE_OPS = sorted(name for name, op in REGISTRY.items() if op.kind is not Op
 
 
 class _Checker:
-    def __init__(self, model: ast.Model, overrides: Mapping[str, int]):
+    def __init__(
+        self,
+        model: ast.Model,
+        overrides: Mapping[str, int],
+        data: Mapping[str, np.ndarray] | None,
+        data_file: str,
+    ):
         self.model = model
         self.overrides = dict(overrides)
+        self.data = data
+        self.data_file = data_file
         self.dims: dict[str, int | None] = {}
         self.env: dict[str, int] = {}
         self.defined_at: dict[str, ast.Pos] = {}
@@ -91,14 +101,16 @@ class _Checker:
                 raise self.error(TypeMismatchError, f"dimensions must be positive, got {d}", p)
         return TensorType(dtype, shape)
 
-    def check_const_value(self, item: ast.ConstDecl, t: TensorType) -> None:
-        """The value must be representable: integral and in range for integer dtypes,
-        finite (not rounded to infinity) for floating-point ones."""
-        value = item.value
+    def check_const_value(self, item: ast.ConstDecl, t: TensorType, value: float) -> None:
+        """A value must be representable: integral and in range for integer dtypes;
+        for floating-point ones inf and nan as written, other values within range (not
+        rounded to infinity)."""
         if t.dtype.is_int:
             if isinstance(value, float) and not value.is_integer():
                 raise self.error(
-                    TypeMismatchError, f"{t.dtype} constant needs an integer value", item.pos
+                    TypeMismatchError,
+                    f"{t.dtype} constant needs integer values, got {value}",
+                    item.pos,
                 )
             info = np.iinfo(t.dtype.np_dtype)
             if not info.min <= value <= info.max:
@@ -109,10 +121,71 @@ class _Checker:
                 )
             return
         limit = float(ml_dtypes.finfo(t.dtype.np_dtype).max)
-        if not abs(value) <= limit:
+        written_special = isinstance(value, float) and not math.isfinite(value)
+        if not written_special and not abs(value) <= limit:
             raise self.error(
                 TypeMismatchError, f"{value} is outside the range of {t.dtype}", item.pos
             )
+
+    def const(self, b: GraphBuilder, item: ast.ConstDecl) -> int:
+        """A `const` fill, a dimension's value, or a `literal` with values."""
+        t = self.type_of(item.type)
+        value = item.value
+        if isinstance(value, str):
+            value = self.dim_value(value, item.pos)
+        if isinstance(value, int | float):
+            self.check_const_value(item, t, value)
+            return b.const(value, t, item.name)
+        if isinstance(value, ast.External):
+            array = self.external_value(item, t)
+        else:
+            if len(value) != t.numel:
+                raise self.error(
+                    TypeMismatchError,
+                    f"const '{item.name}' of type {t} needs {t.numel} values, got {len(value)}",
+                    item.pos,
+                )
+            for v in value:
+                self.check_const_value(item, t, v)
+            array = np.array(value, dtype=np.float64).reshape(t.shape)
+        return b.literal(item.name, array, t.dtype)
+
+    def external_value(self, item: ast.ConstDecl, t: TensorType) -> np.ndarray:
+        if self.data is None or item.name not in self.data:
+            where = (
+                f"the params file {self.data_file} has no array '{item.name}'"
+                if self.data is not None
+                else f"no params file was found for this model (expected {self.data_file})"
+            )
+            raise self.error(
+                MissingDataError, f"const '{item.name}' is external but {where}", item.pos
+            )
+        array = np.asarray(self.data[item.name])
+        if tuple(array.shape) != t.shape:
+            raise self.error(
+                TypeMismatchError,
+                f"const '{item.name}' is {t} but {self.data_file} holds "
+                f"[{', '.join(map(str, array.shape))}]",
+                item.pos,
+            )
+        floating = array.dtype.kind == "f" or array.dtype == DType.BF16.np_dtype
+        if t.dtype.is_int and floating:
+            raise self.error(
+                TypeMismatchError,
+                f"const '{item.name}' is {t} but {self.data_file} holds {array.dtype} values",
+                item.pos,
+            )
+        if t.dtype.is_int and array.size:
+            info = np.iinfo(t.dtype.np_dtype)
+            lo, hi = int(array.min()), int(array.max())
+            if lo < info.min or hi > info.max:
+                raise self.error(
+                    TypeMismatchError,
+                    f"const '{item.name}': {self.data_file} holds values in [{lo}, {hi}], "
+                    f"outside the range of {t.dtype}",
+                    item.pos,
+                )
+        return array
 
     # ----------------------------------------------------------------- names
     def bind(self, name: str, node: int, pos: ast.Pos) -> None:
@@ -149,8 +222,8 @@ class _Checker:
             return self.lookup(e.name, e.pos)
         op = REGISTRY.get(e.op)
         if op is None or op.kind is OpKind.LEAF:
-            hint = difflib.get_close_matches(e.op, CALLABLE_OPS, n=1)
-            more = f"; did you mean '{hint[0]}'?" if hint else "; `eqsat ops` lists the ops"
+            close = closest_name(e.op, CALLABLE_OPS)
+            more = f"; did you mean '{close}'?" if close else "; `eqsat ops` lists the ops"
             what = "is a declaration, not an op" if op is not None else "is not an op"
             raise self.error(UnknownOpError, f"'{e.op}' {what}{more}", e.pos)
         if not op.arity_ok(len(e.args)):
@@ -194,9 +267,7 @@ class _Checker:
                     item.name, b.leaf(item.kind, item.name, self.type_of(item.type)), item.pos
                 )
             elif isinstance(item, ast.ConstDecl):
-                t = self.type_of(item.type)
-                self.check_const_value(item, t)
-                self.bind(item.name, b.const(item.value, t, item.name), item.pos)
+                self.bind(item.name, self.const(b, item), item.pos)
             elif isinstance(item, ast.Assign):
                 if item.name in self.env:
                     self.bind(item.name, -1, item.pos)  # raises the duplicate error
@@ -220,9 +291,16 @@ class _Checker:
         return b.graph
 
 
-def check_model(model: ast.Model, dims: Mapping[str, int] | None = None) -> Graph:
-    """Type-check `model` with symbolic dimensions bound by `dims` (over declared defaults)."""
-    return _Checker(model, dims or {}).run()
+def check_model(
+    model: ast.Model,
+    dims: Mapping[str, int] | None = None,
+    data: Mapping[str, np.ndarray] | None = None,
+    data_file: str = "MODEL.params.npz",
+) -> Graph:
+    """Type-check `model` with symbolic dimensions bound by `dims` (over declared
+    defaults). `data`: the arrays of the params file next to the model (named
+    `data_file` in messages), where `external` consts find their values."""
+    return _Checker(model, dims or {}, data, data_file).run()
 
 
 def model_dims(model: ast.Model) -> set[str]:
@@ -232,6 +310,8 @@ def model_dims(model: ast.Model) -> set[str]:
     for item in model.items:
         if isinstance(item, ast.LeafDecl | ast.ConstDecl):
             written += item.type.dims
+        if isinstance(item, ast.ConstDecl) and isinstance(item.value, str):
+            written.append(item.value)
         elif isinstance(item, ast.Assign):
             written += _attr_dims(item.expr)
     for d in written:

@@ -43,3 +43,7 @@ class UnboundDimError(ModelError):
 
 class MissingOutputError(ModelError):
     pass
+
+
+class MissingDataError(ModelError):
+    """An `external` const whose values the params file does not hold."""

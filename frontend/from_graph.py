@@ -4,16 +4,32 @@ Values used once are nested into their user's call where that keeps the node ord
 values used several times, and outputs, get a statement of their own. Declarations
 and statements come in graph order, so checking the text gives back the same nodes.
 Inputs and params are the interface and are kept even when unused; other dead nodes
-are dropped. Attributes equal to their defaults are left out.
+are dropped. Attributes equal to their defaults are left out. Literals keep their
+names (the keys of their values); small ones are written inline, larger ones as
+`external`, whose values the caller saves in the params file (`external_constants`).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from eqsat.ir.graph import Graph, Node
 from eqsat.ops import REGISTRY
 from frontend import ast
 
 MAX_NESTING = 6
+# Literals with at most this many elements are written inline in the model text.
+INLINE_MAX = 32
+
+
+def is_inline(value: np.ndarray) -> bool:
+    return value.size <= INLINE_MAX
+
+
+def external_constants(graph: Graph) -> dict[str, np.ndarray]:
+    """The literal values `graph_to_model(graph)` writes as `external`: they belong in
+    the params file next to the model text."""
+    return {k: v for k, v in graph.used_constants().items() if not is_inline(v)}
 
 
 def _type_spec(node: Node) -> ast.TypeSpec:
@@ -40,7 +56,9 @@ def graph_to_model(graph: Graph) -> ast.Model:
     for name, i in graph.outputs:
         output_name.setdefault(i, name)
     # Input and param names are the interface; output names are reserved for outputs.
-    taken: set[str] = {str(n.attr("name")) for _, n in graph.inputs + graph.params}
+    taken: set[str] = {
+        str(n.attr("name")) for _, n in graph if n.op in ("input", "param", "literal")
+    }
     taken |= set(output_name.values())
 
     def fresh(base: str | None, i: int) -> str:
@@ -57,6 +75,9 @@ def graph_to_model(graph: Graph) -> ast.Model:
     # cover, left to right, exactly the live nodes just before i. Then re-checking the
     # text gives back the same node list, not merely an equivalent one.
     kept = [i for i, n in graph if live[i] or n.op in ("input", "param")]
+    literal_names = {
+        i: str(graph.nodes[i].attr("name")) for i in kept if graph.nodes[i].op == "literal"
+    }
     before = {i: kept[k - 1] if k else -1 for k, i in enumerate(kept)}
     start: dict[int, int] = {}  # first node of the span a nested expression creates
     nested: set[int] = set()
@@ -90,6 +111,10 @@ def graph_to_model(graph: Graph) -> ast.Model:
         if node.op in ("input", "param"):
             names[i] = str(node.attr("name"))
             items.append(ast.LeafDecl(node.op, names[i], _type_spec(node)))
+        elif node.op == "literal":
+            names[i] = literal_names[i]
+            value = graph.constants[names[i]]
+            items.append(ast.ConstDecl(names[i], _type_spec(node), _literal_value(value)))
         elif node.op == "const":
             names[i] = fresh(node.name or f"c{i}", i)
             value = node.attr("value")
@@ -107,3 +132,12 @@ def graph_to_model(graph: Graph) -> ast.Model:
             items.append(ast.Assign(name, ast.Ref(names[i])))
     items.append(ast.OutputDecl(tuple(name for name, _ in graph.outputs)))
     return ast.Model(graph.name, tuple(items))
+
+
+def _literal_value(value: np.ndarray) -> ast.ConstValue:
+    if not is_inline(value):
+        return ast.External()
+    flat = np.asarray(value).reshape(-1)
+    if np.issubdtype(flat.dtype, np.integer):
+        return tuple(int(v) for v in flat)
+    return tuple(float(v) for v in flat.astype(np.float64))

@@ -17,6 +17,7 @@ _TERMINAL_WORDS = {
     **COMMON_TERMINALS,
     "SIGNED_INT": "an integer",
     "SIGNED_NUMBER": "a number",
+    "SPECIAL": "inf or nan",
 }
 
 
@@ -109,6 +110,18 @@ class _ToAst(Transformer):
 
     def name_value(self, meta, children):
         return str(children[0])
+
+    def special(self, meta, children):
+        return float(str(children[0]))
+
+    def const_list(self, meta, children):
+        return tuple(c for c in children if c is not None)
+
+    def external(self, meta, children):
+        return ast.External()
+
+    def const_dim(self, meta, children):
+        return _dim_text(children)
 
     def true(self, meta, children):
         return True

@@ -22,6 +22,16 @@ def format_value(value: ast.AttrValue) -> str:
     return format_number(value)
 
 
+def format_const_value(value: ast.ConstValue) -> str:
+    if isinstance(value, ast.External):
+        return "external"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(format_number(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value
+    return format_number(value)
+
+
 def format_type(t: ast.TypeSpec) -> str:
     return f"{t.dtype}[{', '.join(str(d) for d in t.dims)}]"
 
@@ -40,14 +50,21 @@ def format_item(item: ast.Item) -> str:
     if isinstance(item, ast.LeafDecl):
         return f"{item.kind} {item.name}: {format_type(item.type)}"
     if isinstance(item, ast.ConstDecl):
-        return f"const {item.name}: {format_type(item.type)} = {format_number(item.value)}"
+        return f"const {item.name}: {format_type(item.type)} = {format_const_value(item.value)}"
     if isinstance(item, ast.Assign):
         return f"{item.name} = {format_expr(item.expr)}"
     return "output " + ", ".join(item.names)
 
 
+def _with_comment(item: ast.Item) -> str:
+    text = format_item(item)
+    comment = getattr(item, "comment", "")
+    comment = " ".join(comment.split())  # one line, whatever the importer was given
+    return f"{text}  # {comment}" if comment else text
+
+
 def print_model(model: ast.Model) -> str:
     lines = [f"model {model.name} {{"]
-    lines += ["  " + format_item(item) for item in model.items]
+    lines += ["  " + _with_comment(item) for item in model.items]
     lines.append("}")
     return "\n".join(lines) + "\n"

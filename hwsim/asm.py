@@ -7,8 +7,10 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
     .scratch t  bf16 [4096]
 
     load        sram@0:16x16:f32 <- x[0:16x16/64]  signal=a0
+    gather      sram@0:4x64:f32 <- emb[0:1000x64/64], sram@1024:4x1:i32
     matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
     binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
+    select      sram@0:16x16:f32 <- sram@2048:16x16:i8, sram@0:16x16:f32, -inf
     kernel      softmax
 
 Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
@@ -31,6 +33,7 @@ from .isa import (
     Binary,
     Buffer,
     DramRef,
+    Gather,
     Instr,
     Kernel,
     Load,
@@ -39,6 +42,7 @@ from .isa import (
     Program,
     Reduce,
     Requantize,
+    Select,
     Store,
     Tile,
     Transpose,
@@ -66,11 +70,13 @@ _HEADER = re.compile(r"\.(\w+)\s+([A-Za-z_][\w.]*)\s+(\w+)\s*\[([\d,\s]*)\]\s*$"
 _OPCODE = re.compile(r"\s*([a-z_]+)(?:\.([a-z_]+))?")
 _OPTIONS = {
     "load": (),
+    "gather": (),
     "store": (),
     "matmul": ("mode",),
     "move": ("act",),
     "unary": (),
     "binary": ("bcast",),
+    "select": (),
     "reduce": (),
     "transpose": (),
     "requantize": ("mult", "shift", "zp", "round"),
@@ -217,6 +223,9 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         )
         return Store(dst=dst, src=src, **deps)
     (dst,) = _want(at, dsts, "t", "destination", col)
+    if op == "gather":
+        src, index = _want(at, srcs, "dt", "source", col)
+        return Gather(dst=dst, src=src, index=index, **deps)
     if op == "matmul":
         a, b = _want(at, srcs, "tt", "source", col)
         return Matmul(acc=dst, a=a, b=b, **kw, **deps)
@@ -229,6 +238,13 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
         bb, ii = (None, b) if imm else (b, None)
         return Binary(op=sub, dst=dst, a=a, b=bb, imm=ii, **kw, **deps)
+    if op == "select":
+        imms = ["n" if isinstance(v, float) else "t" for v, _ in srcs[1:]]
+        kinds = "t" + "".join(imms) if len(srcs) == 3 else "ttt"
+        cond, a, b = _want(at, srcs, kinds, "source", col)
+        tile_or_imm = [(None, v) if isinstance(v, float) else (v, None) for v in (a, b)]
+        (ta, ia), (tb, ib) = tile_or_imm
+        return Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib, **deps)
     (src,) = _want(at, srcs, "t", "source", col)
     if op == "reduce":
         return Reduce(op=sub, dst=dst, src=src, **deps)

@@ -7,6 +7,7 @@ from typing import Any
 from .isa import (
     Binary,
     DramRef,
+    Gather,
     Instr,
     Kernel,
     Load,
@@ -15,6 +16,7 @@ from .isa import (
     Program,
     Reduce,
     Requantize,
+    Select,
     Store,
     Tile,
     Transpose,
@@ -44,6 +46,8 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
     match ins:
         case Load() | Store():
             return type(ins).__name__.lower(), [ins.dst], [ins.src], {}
+        case Gather():
+            return "gather", [ins.dst], [ins.src, ins.index], {}
         case Matmul():
             mode = {} if ins.mode == "overwrite" else {"mode": ins.mode}
             return "matmul", [ins.acc], [ins.a, ins.b], mode
@@ -56,6 +60,10 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
             return f"binary.{ins.op}", [ins.dst], [ins.a, b], opts
+        case Select():
+            a = ins.imm_a if ins.a is None else ins.a
+            b = ins.imm_b if ins.b is None else ins.b
+            return "select", [ins.dst], [ins.cond, a, b], {}
         case Reduce():
             return f"reduce.{ins.op}", [ins.dst], [ins.src], {}
         case Transpose():

@@ -260,6 +260,76 @@ def kernel_cycles(hw: Hardware, work: KernelWork) -> KernelCost:
     return _vector(hw, work)
 
 
+@dataclass(frozen=True)
+class LoopWork:
+    """A kernel given as the totals of the instructions its double-buffered tile loop
+    issues, for kernels whose plan enumerates them (eqsat/spatial_plan.py: window
+    kernels, gather, pad): cycles per instruction from `timing`, summed."""
+
+    steps: int  # tiles: pipeline steps
+    compute: int  # cycles of the compute instructions
+    loads: int  # DMA loads and gathers
+    load_cycles: int  # their load-queue occupancy
+    stores: int
+    store_cycles: int  # store-queue occupancy
+    transfer: int  # DRAM channel cycles of every load and store
+    dram_bytes: int
+    streams: int = 1  # independent streams run one after another (fenced pieces)
+    floor: int = 0  # the steps' busiest resource summed step by step (step_cycles)
+    hops: int = 2  # DMAs one after another on a step's path (load, store; a gather: 3)
+
+
+def step_cycles(
+    hw: Hardware,
+    compute: int,
+    loads: int,
+    load_cycles: int,
+    load_transfer: int,
+    store_cycles: int,
+    store_transfer: int,
+) -> float:
+    """One step of a double-buffered loop at its busiest: compute; the DRAM channel
+    (a queue issuing back to back leaves its issue cycles idle unless the other queue
+    fills them); the DMA engines (each holds a transfer from issue until its data
+    lands, dram_latency_cycles later); or the two slots of its input (load, land,
+    compute) or output (compute, store, land) coming round again."""
+    lat = hw.dram_latency_cycles
+    channel = max(
+        load_transfer + store_transfer,
+        load_cycles + store_transfer,
+        store_cycles + load_transfer,
+    )
+    engines = (load_cycles + store_cycles + (loads + 1) * lat) / hw.dma_engines
+    recycle = max(load_cycles + lat + compute, compute + store_cycles + lat) / 2
+    return max(compute, channel, engines, recycle)
+
+
+def loop_cycles(hw: Hardware, w: LoopWork) -> KernelCost:
+    """A tile loop's cycles: the busiest of compute, the DRAM channel, each DMA queue
+    and the DMA engines over the whole loop, or step by step (`floor`), overlapped as
+    in every kernel here, with the latency of each DMA on the first step's path (the
+    first load, the last store) exposed once per stream."""
+    engines = (w.load_cycles + w.store_cycles + (w.loads + w.stores) * hw.dram_latency_cycles) / (
+        hw.dma_engines
+    )
+    dma = math.ceil(max(w.transfer, w.load_cycles, w.store_cycles, engines))
+    hidden = w.compute + dma - max(w.compute, dma)
+    cycles = (
+        hw.launch_cycles
+        + max(w.compute, dma, w.floor)
+        + w.hops * hw.dram_latency_cycles * w.streams
+        + hidden / max(1, w.steps)
+    )
+    return KernelCost(
+        cycles=math.ceil(cycles),
+        compute_cycles=w.compute,
+        matrix_cycles=0,
+        vector_cycles=w.compute,
+        dma_cycles=dma,
+        dram_bytes=w.dram_bytes,
+    )
+
+
 def program_cycles(hw: Hardware, works: list[KernelWork]) -> int:
     """Kernels run one after another: the program costs the sum of its kernels."""
     return sum(kernel_cycles(hw, w).cycles for w in works)

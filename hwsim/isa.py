@@ -38,8 +38,36 @@ UNARY_OPS = (
     "sigmoid",
     "tanh",
     "scale",
+    "abs",
+    "erf",
+    "gelu_erf",
+    "log",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+    "trunc",
+    "not",
+    "isnan",
 )
-BINARY_OPS = ("add", "sub", "mul", "div", "max", "min")
+# eq..ge compare and and/or/xor combine (nonzero is true) into 0/1 of the operands' kind
+BINARY_OPS = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "max",
+    "min",
+    "pow",
+    "eq",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "and",
+    "or",
+    "xor",
+)
 REDUCE_OPS = ("sum", "max")
 ACTS = ("none", "relu")
 MODES = ("overwrite", "accumulate")
@@ -134,6 +162,20 @@ class Load(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Gather(Instr):
+    """Indexed DMA DRAM -> SRAM (an embedding lookup): row r of dst is the src.cols
+    elements at src.offset + index[r] * src.stride, for each of the index.rows entries
+    of the i32 column `index` (rows x 1, in SRAM). src spans the table: src.rows rows
+    `src.stride` apart; an index outside [0, src.rows) faults. Only the selected rows
+    move, each its own burst (timing.gather_cycles)."""
+
+    dst: Tile
+    src: DramRef
+    index: Tile
+    queue = "load"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Store(Instr):
     """DMA SRAM -> DRAM of the top-left dst.rows x dst.cols of the tile (crop)."""
 
@@ -185,6 +227,20 @@ class Binary(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Select(Instr):
+    """dst = a where cond != 0, else b, picking values without arithmetic (exact for
+    inf and nan). cond, a and b are tiles of dst's shape, one row (1 x cols) or one
+    column (rows x 1) broadcast over dst; a and b may be immediates instead."""
+
+    dst: Tile
+    cond: Tile
+    a: Tile | None = None
+    b: Tile | None = None
+    imm_a: float | None = None
+    imm_b: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Reduce(Instr):
     """dst[rows x 1] = op over each row of src."""
 
@@ -222,11 +278,13 @@ class Kernel(Instr):
 
 INSTRS: tuple[type[Instr], ...] = (
     Load,
+    Gather,
     Store,
     Matmul,
     Move,
     Unary,
     Binary,
+    Select,
     Reduce,
     Transpose,
     Requantize,
@@ -260,6 +318,10 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return (ins.a, ins.b, ins.acc) if ins.mode == "accumulate" else (ins.a, ins.b)
     if isinstance(ins, Binary):
         return (ins.a,) if ins.b is None else (ins.a, ins.b)
+    if isinstance(ins, Select):
+        return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
+    if isinstance(ins, Gather):
+        return (ins.index,)
     if isinstance(ins, Load | Kernel):
         return ()
     return (ins.src,)  # type: ignore[attr-defined]

@@ -11,9 +11,10 @@ from collections.abc import Callable
 import numpy as np
 
 from . import semantics
-from .dtypes import to_value
+from .dtypes import is_float, to_value
 from .isa import (
     Binary,
+    Gather,
     Instr,
     Kernel,
     Load,
@@ -22,12 +23,13 @@ from .isa import (
     Program,
     Reduce,
     Requantize,
+    Select,
     Store,
     Tile,
     Transpose,
     Unary,
 )
-from .memory import DramBuffer, OnChip
+from .memory import DramBuffer, Fault, OnChip
 
 Clock = tuple[int, int, int]
 
@@ -59,10 +61,12 @@ class Machine:
             Move: self._move,
             Unary: self._unary,
             Binary: self._binary,
+            Select: self._select,
             Reduce: self._reduce,
             Transpose: self._transpose,
             Requantize: self._requantize,
             Kernel: lambda *_: None,
+            Gather: self._gather,
         }
 
     def run(self, ins: Instr, q: int, seq: int, clock: Clock) -> None:
@@ -87,6 +91,17 @@ class Machine:
             values = full
         self._put(dst, values, q, seq, clock)
 
+    def _gather(self, ins: Gather, q: int, seq: int, clock: Clock) -> None:
+        rows = self._get(ins.index, q, seq, clock)[:, 0]
+        bad = (rows < 0) | (rows >= ins.src.rows)
+        if bad.any():
+            raise Fault(
+                f"gather index {int(rows[bad][0])} is outside the {ins.src.rows} rows of "
+                f"{ins.src.buffer}"
+            )
+        values = self.dram[ins.src.buffer].gather(ins.src, rows, q, seq, clock)
+        self._put(ins.dst, values, q, seq, clock)
+
     def _store(self, ins: Store, q: int, seq: int, clock: Clock) -> None:
         values = self._get(ins.src, q, seq, clock)[: ins.dst.rows, : ins.dst.cols]
         self.dram[ins.dst.buffer].write(ins.dst, values, q, seq, clock)
@@ -110,6 +125,15 @@ class Machine:
         a = self._get(ins.a, q, seq, clock)
         b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
         self._put(ins.dst, semantics.binary(ins.op, a, b), q, seq, clock)  # type: ignore[arg-type]
+
+    def _select(self, ins: Select, q: int, seq: int, clock: Clock) -> None:
+        cond = self._get(ins.cond, q, seq, clock)
+        a = ins.imm_a if ins.a is None else self._get(ins.a, q, seq, clock)
+        b = ins.imm_b if ins.b is None else self._get(ins.b, q, seq, clock)
+        kind = next((t.dtype for t in (ins.a, ins.b) if t is not None), ins.dst.dtype)
+        shape = (ins.dst.rows, ins.dst.cols)
+        out = semantics.select(cond, a, b, not is_float(kind), shape)  # type: ignore[arg-type]
+        self._put(ins.dst, out, q, seq, clock)
 
     def _reduce(self, ins: Reduce, q: int, seq: int, clock: Clock) -> None:
         x = self._get(ins.src, q, seq, clock)

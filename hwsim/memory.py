@@ -131,6 +131,19 @@ class DramBuffer(_Tracked):
             self.on_read(tracked, q, seq, clock, f"DRAM {self.name}[{r.offset}:{r.end}]")
         return typed
 
+    def gather(self, r: DramRef, rows: np.ndarray, q: int, seq: int, clock: tuple) -> np.ndarray:
+        """rows.size x r.cols elements: row i starts at r.offset + rows[i] * r.stride."""
+        cells = r.offset + rows[:, None] * r.stride + np.arange(r.cols)[None, :]
+        if not self.readonly:
+            name = f"DRAM {self.name} (gathered rows)"
+            if not self.written[cells].all():
+                raise Fault(f"reads {name}, which was never (fully) written")
+            if self.races:
+                what = "reads {} while another queue writes it unordered"
+                self.check(self.wseq[:, cells], clock, what, name)
+                self.rseq[q, cells] = seq
+        return self.values[cells]
+
     def write(self, r: DramRef, values: np.ndarray, q: int, seq: int, clock: tuple) -> None:
         if self.readonly:
             raise Fault(f"stores into input buffer '{self.name}', which is read-only")

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import vecmath
+
 F32 = np.float32
 _SQRT_2_OVER_PI = F32(np.sqrt(2.0 / np.pi))
 
@@ -33,15 +35,17 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "reciprocal": lambda x: F32(1.0) / x,
     "sigmoid": lambda x: F32(1.0) / (F32(1.0) + np.exp(-x)),
     "tanh": np.tanh,
+    **vecmath.UNARY,  # abs, erf, gelu_erf, log, sin, cos, floor, ceil, trunc, not, isnan
 }
 
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
-    "div": np.divide,
+    "div": vecmath.divide,  # integers truncate toward zero, x / 0 = 0
     "max": np.maximum,
     "min": np.minimum,
+    **vecmath.BINARY,  # pow, eq lt le gt ge, and or xor
 }
 
 REDUCE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -64,6 +68,10 @@ def binary(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
         b = a.dtype.type(b)
     with np.errstate(all="ignore"):
         return BINARY[op](a, b)
+
+
+# dst = a where cond != 0 else b: values are picked, never computed on (exact for inf/nan)
+select = vecmath.select
 
 
 def reduce_rows(op: str, x: np.ndarray) -> np.ndarray:

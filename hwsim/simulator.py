@@ -29,7 +29,7 @@ from .blas import single_threaded
 from .costmodel import roofline_cycles
 from .dtypes import INT_RANGE, is_float
 from .hardware import Hardware
-from .isa import QUEUES, Instr, Kernel, Matmul, Program, tile_written, tiles_read
+from .isa import QUEUES, Gather, Instr, Kernel, Matmul, Program, tile_written, tiles_read
 from .machine import Machine
 from .memory import Fault
 from .report import KernelSpan, SimReport, SimResult, SimulationError
@@ -247,6 +247,8 @@ def _stats(program: Program, costs: list[tuple[str, int]]) -> tuple[dict, dict, 
         elif unit == "vector":
             w = tile_written(ins)
             vector_ops += w.elements * timing.OP_PASSES[timing.vector_op(ins)]  # type: ignore[union-attr]
+        elif isinstance(ins, Gather):  # only the selected rows move
+            read += ins.index.rows * ins.src.cols * ins.dst.itemsize
         elif unit == "load":
             read += ins.src.rows * ins.src.cols * ins.dst.itemsize  # type: ignore[attr-defined]
         elif unit == "store":

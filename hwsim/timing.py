@@ -7,13 +7,14 @@ array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
     DMA (load/store of n bytes)   occupies its queue  I + ceil(n / B)
                                   and the DRAM channel ceil(n / B); its data is
                                   usable dram_latency cycles after the transfer.
+    gather of r rows of n bytes   I + r * ceil(n / B): each row is its own burst
     matmul  A[m,k] @ B[k,n]       I + folds * max(m * p, R) + R + C
         folds = ceil(k / R) * ceil(n / C)   (K and N padded up to the array)
         p     = R*C // macs_per_cycle[dtype] (cycles per streamed row of A)
         Each fold preloads an R x C block of B (R cycles, hidden behind the previous
         fold's streaming when m*p >= R) and streams m rows of A; the pipeline fills
         and drains once per instruction (R + C).
-    vector op on e elements       I + ceil(e * passes(op) / L)
+    vector op on e elements       I + ceil(e * passes(op) / L)   (select: op "select")
     row reduction of r x c        I + ceil(r*c / L) + ceil(log2(L))  (lane tree)
     kernel launch                 launch_cycles
 """
@@ -25,6 +26,7 @@ import math
 from .hardware import Hardware
 from .isa import (
     Binary,
+    Gather,
     Instr,
     Kernel,
     Load,
@@ -32,6 +34,7 @@ from .isa import (
     Move,
     Reduce,
     Requantize,
+    Select,
     Store,
     Transpose,
     Unary,
@@ -58,6 +61,30 @@ OP_PASSES: dict[str, int] = {
     "tanh": 4,
     "sigmoid": 4,
     "gelu": 6,
+    # comparisons, logic, selection and rounding are one ALU pass; log/sin/cos/erf a
+    # polynomial like exp; exact gelu is erf's plus the products; pow is exp(b * log a)
+    # (integers: repeated squaring, priced the same)
+    "abs": 1,
+    "floor": 1,
+    "ceil": 1,
+    "trunc": 1,
+    "not": 1,
+    "isnan": 1,
+    "eq": 1,
+    "lt": 1,
+    "le": 1,
+    "gt": 1,
+    "ge": 1,
+    "and": 1,
+    "or": 1,
+    "xor": 1,
+    "select": 1,
+    "log": 4,
+    "sin": 4,
+    "cos": 4,
+    "erf": 4,
+    "gelu_erf": 6,
+    "pow": 9,
     "transpose": 1,
     "move": 1,
     "requantize": 2,
@@ -72,6 +99,12 @@ def dma_transfer_cycles(hw: Hardware, nbytes: int) -> int:
 def dma_cycles(hw: Hardware, nbytes: int) -> int:
     """Cycles a load/store occupies its queue (latency comes on top, pipelined)."""
     return hw.issue_cycles + dma_transfer_cycles(hw, nbytes)
+
+
+def gather_cycles(hw: Hardware, rows: int, row_bytes: int) -> int:
+    """Cycles an indexed DMA of `rows` rows of `row_bytes` each occupies its queue and
+    the DRAM channel: every row is a separate burst, rounded up to whole cycles."""
+    return hw.issue_cycles + rows * dma_transfer_cycles(hw, row_bytes)
 
 
 def matmul_folds(hw: Hardware, n: int, k: int) -> int:
@@ -104,6 +137,8 @@ def instruction_cost(hw: Hardware, ins: Instr) -> tuple[str, int]:
     match ins:
         case Load():
             return "load", dma_cycles(hw, ins.src.rows * ins.src.cols * ins.dst.itemsize)
+        case Gather():
+            return "load", gather_cycles(hw, ins.index.rows, ins.src.cols * ins.dst.itemsize)
         case Store():
             return "store", dma_cycles(hw, ins.dst.rows * ins.dst.cols * ins.src.itemsize)
         case Matmul():
@@ -119,4 +154,5 @@ def vector_op(ins: Instr) -> str:
     """The OP_PASSES entry that prices a vector-unit instruction."""
     if isinstance(ins, Unary | Binary | Reduce):
         return ins.op
-    return {Move: "move", Transpose: "transpose", Requantize: "requantize"}[type(ins)]
+    kinds = {Move: "move", Transpose: "transpose", Requantize: "requantize", Select: "select"}
+    return kinds[type(ins)]

@@ -24,6 +24,7 @@ from .isa import (
     Binary,
     Buffer,
     DramRef,
+    Gather,
     Instr,
     Kernel,
     Load,
@@ -32,13 +33,17 @@ from .isa import (
     Program,
     Reduce,
     Requantize,
+    Select,
     Store,
     Tile,
     Transpose,
     Unary,
 )
 
-INT_OPS = ("copy", "neg", "relu", "add", "sub", "mul", "max", "min", "sum")
+INT_OPS = (
+    *("copy", "neg", "relu", "add", "sub", "mul", "max", "min", "sum"),
+    *("abs", "not", "div", "pow", "eq", "lt", "le", "gt", "ge", "and", "or", "xor"),
+)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -103,6 +108,22 @@ def _store(ins: Store, bufs: dict[str, Buffer]) -> str | None:
     return None
 
 
+def _gather(ins: Gather, bufs: dict[str, Buffer]) -> str | None:
+    if (p := dram_problem(ins.src, bufs, False)) is not None:
+        return p
+    if bufs[ins.src.buffer].dtype != ins.dst.dtype:
+        return f"gather from {bufs[ins.src.buffer].dtype} buffer into {ins.dst.dtype} tile"
+    idx = ins.index
+    if idx.dtype != "i32" or idx.cols != 1 or idx.space != "sram" or ins.dst.space != "sram":
+        return "gather reads an i32 index column (rows x 1) in sram into an sram tile"
+    if (ins.dst.rows, ins.dst.cols) != (idx.rows, ins.src.cols):
+        return (
+            f"gather of {idx.rows} rows of {ins.src.cols} writes {idx.rows}x{ins.src.cols}, "
+            f"not {ins.dst.rows}x{ins.dst.cols}"
+        )
+    return None
+
+
 def _matmul(ins: Matmul) -> str | None:
     a, b, acc = ins.a, ins.b, ins.acc
     if ins.mode not in MODES:
@@ -151,6 +172,27 @@ def _binary(ins: Binary) -> str | None:
     return _same(ins.dst, a)
 
 
+def _select(ins: Select) -> str | None:
+    tiles = [t for t in (ins.a, ins.b) if t is not None]
+    if (ins.a is None) == (ins.imm_a is None) or (ins.b is None) == (ins.imm_b is None):
+        return "select takes a tile or an immediate for each of a and b"
+    if len({is_float(t.dtype) for t in tiles}) > 1:
+        a, b = tiles
+        return f"select operands must both be float or both integer: {a.dtype}, {b.dtype}"
+    kind = tiles[0].dtype if tiles else ins.dst.dtype
+    imms = [v for v in (ins.imm_a, ins.imm_b) if v is not None]
+    if not is_float(kind) and not all(float(v).is_integer() for v in imms):
+        return "an integer select needs integral immediates"
+    fits = {_shape(ins.dst), (1, ins.dst.cols), (ins.dst.rows, 1)}
+    for t in (ins.cond, *tiles):
+        if _shape(t) not in fits:
+            return (
+                f"select operand {t.rows}x{t.cols} is neither {ins.dst.rows}x{ins.dst.cols}, "
+                f"a row nor a column of it"
+            )
+    return None
+
+
 def _requantize(ins: Requantize) -> str | None:
     if ins.src.dtype != "i32" or ins.dst.dtype != "i8":
         return f"requantize maps i32 to i8, not {ins.src.dtype} to {ins.dst.dtype}"
@@ -188,6 +230,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return _load(ins, buffers)
         case Store():
             return _store(ins, buffers)
+        case Gather():
+            return _gather(ins, buffers)
         case Matmul():
             return _matmul(ins)
         case Move():
@@ -196,6 +240,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return _unary(ins)
         case Binary():
             return _binary(ins)
+        case Select():
+            return _select(ins)
         case Reduce():
             if ins.op not in REDUCE_OPS:
                 return f"unknown reduction '{ins.op}'"

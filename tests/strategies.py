@@ -40,7 +40,7 @@ import numpy as np
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from eqsat.interpreter import random_bindings
+from eqsat.interpreter import random_bindings, random_value
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, OpKind
@@ -136,7 +136,10 @@ def any_op_case() -> st.SearchStrategy[OpCase]:
 def single_op_graph(case: OpCase) -> Graph:
     """inputs a0, a1, ... of the case's operand types -> the op -> output 'out'."""
     b = GraphBuilder(f"single_{case.op}")
-    if case.opdef.kind is OpKind.LEAF:
+    if case.op == "literal":  # its values belong to the graph
+        t = case.out_type()
+        node = b.literal("out", random_value(t, np.random.default_rng(0)), t.dtype)
+    elif case.opdef.kind is OpKind.LEAF:
         node = b.add(case.op, (), case.attrs, "out")
     else:
         args = [b.leaf("input", f"a{i}", t) for i, t in enumerate(case.in_types)]
@@ -198,10 +201,14 @@ def models(draw, max_ops: int = 6, max_dims: int = 2) -> ast.Model:
         return ast.TypeSpec(t.dtype.value, written)
 
     def new_leaf(t: TensorType) -> _Value:
-        kind = draw(st.sampled_from(["input", "param", "const"]))
+        kinds = ["input", "param", "const"] + (["literal"] if t.numel <= 8 else [])
+        kind = draw(st.sampled_from(kinds))
         v = _Value(fresh(), t)
         if kind == "const":
             items.append(ast.ConstDecl(v.name, spell(t), draw(const_values(t.dtype))))
+        elif kind == "literal":  # a const with its values, row-major
+            data = draw(st.lists(const_values(t.dtype), min_size=t.numel, max_size=t.numel))
+            items.append(ast.ConstDecl(v.name, spell(t), tuple(data)))
         else:
             items.append(ast.LeafDecl(kind, v.name, spell(t)))
         values.append(v)
@@ -239,8 +246,8 @@ def models(draw, max_ops: int = 6, max_dims: int = 2) -> ast.Model:
                 first = first_v
         if first is None:
             case = draw(op_cases(draw(st.sampled_from(CALLABLE_OPS))))
-            first = operand(case.in_types[0])
-        args = [first] + [operand(t) for t in case.in_types[1:]]
+            first = operand(case.in_types[0]) if case.in_types else None
+        args = [first] + [operand(t) for t in case.in_types[1:]] if first else []
         call = ast.Call(case.op, tuple(ref(a) for a in args), write_attrs(case))
         v = _Value(fresh(), case.out_type(), call)
         values.append(v)

@@ -234,6 +234,22 @@ CASES = [
         "number 1e999 is out of range",
         fe.ModelSyntaxError,
     ),
+    Case(
+        "external-const-without-params-file",
+        _m("  input x: f32[4]\n  const m: f32[4] = external\n  y = add(x, m)\n  output y"),
+        3,
+        3,
+        "const 'm' is external but no params file was found",
+        fe.MissingDataError,
+    ),
+    Case(
+        "const-values-count",
+        _m("  input x: f32[4]\n  const m: f32[4] = [1, 2, 3]\n  y = add(x, m)\n  output y"),
+        3,
+        3,
+        "const 'm' of type f32[4] needs 4 values, got 3",
+        fe.TypeMismatchError,
+    ),
 ]
 
 

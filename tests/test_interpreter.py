@@ -39,8 +39,15 @@ def rand(rng, *shape, dtype=np.float32):
 # ---------------------------------------------------------------------- conv2d
 
 
-def conv2d_einsum(x, w, stride, padding):
-    """Direct definition: out[n,o,i,j] = sum_{c,p,q} xpad[n,c,i*sh+p,j*sw+q] * w[o,c,p,q]."""
+def conv2d_einsum(x, w, stride, padding, groups=1):
+    """Direct definition: out[n,o,i,j] = sum_{c,p,q} xpad[n,c,i*sh+p,j*sw+q] * w[o,c,p,q];
+    with groups, output channels [g*O/G, (g+1)*O/G) see input channels [g*C/G, ...)."""
+    if groups > 1:
+        xs = np.split(x, groups, axis=1)
+        ws = np.split(w, groups, axis=0)
+        return np.concatenate(
+            [conv2d_einsum(a, b, stride, padding) for a, b in zip(xs, ws, strict=True)], axis=1
+        )
     (sh, sw), (ph, pw) = stride, padding
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     kh, kw = w.shape[2:]
@@ -74,7 +81,7 @@ def test_conv2d_matches_einsum(data):
     x, w = rand(rng, *x_t.shape), rand(rng, *w_t.shape)
     attrs = case.bound_attrs()
     got = run_op("conv2d", [x, w], **case.attrs)
-    want = conv2d_einsum(x, w, attrs["stride"], attrs["padding"])
+    want = conv2d_einsum(x, w, attrs["stride"], attrs["padding"], attrs["groups"])
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from eqsat.cli import add_dim_flag
 from eqsat.commands.common import load_model_from_args
+from eqsat.flags import add_dim_flag
 from eqsat.summary import summarize
 
 
@@ -25,6 +25,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _, graph = load_model_from_args(args)
+    graph = load_model_from_args(args).graph
     print(summarize(graph).format())
     return 0

@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from eqsat.cli import UsageError
-from eqsat.ir.graph import Graph
-from frontend import Model, check_model, model_dims, parse_model_file
+from eqsat.fileio import load_arrays
+from eqsat.flags import UsageError
+from eqsat.loading import LoadedModel, load_model
+from frontend import model_dims
 
 
-def load_model_from_args(args: argparse.Namespace) -> tuple[Model, Graph]:
-    """Parse args.model and bind args.dim; an unknown --dim name is an error."""
-    model = parse_model_file(args.model)
+def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
+    """Load args.model (text or .onnx, with its params file) and bind args.dim; an
+    unknown --dim name is an error. Notes from loading go to stderr."""
     dims = dict(args.dim)
-    known = model_dims(model)
+    loaded = load_model(args.model, dims)
+    known = model_dims(loaded.model)
     for name in dims:
         if name not in known:
             listed = ", ".join(sorted(known)) or "none"
             raise UsageError(
-                f"--dim {name}: model '{model.name}' has no dimension '{name}' (its dimensions: {listed})"
+                f"--dim {name}: model '{loaded.model.name}' has no dimension '{name}' "
+                f"(its dimensions: {listed})"
             )
-    return model, check_model(model, dims)
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return loaded
+
+
+def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
+    """Inputs and params: --inputs where given, else the params file, else --seed."""
+    given = load_arrays(args.inputs) if getattr(args, "inputs", None) else None
+    return loaded.bindings(getattr(args, "seed", 0) or 0, given, getattr(args, "inputs", "") or "")
 
 
 def _positive(text: str) -> float:

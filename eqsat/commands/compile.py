@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eqsat.cli import UsageError, add_dim_flag
 from eqsat.commands.common import load_model_from_args
 from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
 from eqsat.fileio import write_atomic
+from eqsat.flags import UsageError, add_dim_flag
 from eqsat.quant import cli as quant_cli
 from eqsat.summary import human_bytes
 from hwsim.hardware import load_hardware
@@ -43,22 +43,23 @@ def add_no_optimize_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
-def graph_for_target(args: argparse.Namespace, graph, bindings=None):
+def graph_for_target(args: argparse.Namespace, graph, bindings=None, params=None):
     """(graph to lower, hardware, optimize result or None): optimized unless
     --no-optimize. With --quantize, result.quant holds the quantized params."""
     if args.no_optimize:
         if getattr(args, "quantize", None):
             raise UsageError("--quantize works through the optimizer; drop --no-optimize")
         return graph, load_hardware(args.hw), None
-    result, hw = optimize_from_args(args, graph, bindings=bindings)
+    result, hw = optimize_from_args(args, graph, bindings=bindings, params=params)
     return result.graph, hw, result
 
 
 def run(args: argparse.Namespace) -> int:
     from backend import compile_graph
 
-    _, graph = load_model_from_args(args)
-    lowered, hw, result = graph_for_target(args, graph)
+    loaded = load_model_from_args(args)
+    graph = loaded.graph
+    lowered, hw, result = graph_for_target(args, graph, params=loaded.params)
     quant = result.quant if result is not None else None
     compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
     fp = compiled.footprint

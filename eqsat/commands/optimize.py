@@ -6,16 +6,16 @@ import argparse
 import json
 import sys
 
-from eqsat.cli import add_dim_flag
 from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.fileio import write_atomic
+from eqsat.flags import add_dim_flag
+from eqsat.loading import save_model
 from eqsat.pipeline import OptimizeResult, optimize
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.cli import add_quant_flags
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.summary import human_bytes
-from frontend import graph_to_model, print_model
 from hwsim.hardware import Hardware, load_hardware
 
 
@@ -105,13 +105,14 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
 
 
 def optimize_from_args(
-    args: argparse.Namespace, graph, keep_egraph: bool = False, bindings=None
+    args: argparse.Namespace, graph, keep_egraph: bool = False, bindings=None, params=None
 ) -> tuple[OptimizeResult, Hardware]:
     """Optimize `graph` as the flags say; with --quantize, calibrate and quantize first
-    (params from `bindings` if given, i.e. what simulate feeds) and measure SQNR."""
+    (params from `bindings` if given, i.e. what simulate feeds, else from `params`, the
+    model's params file) and measure SQNR."""
     hw = load_hardware(args.hw)
     limits = limits_from_args(args)
-    quant = quant_cli.prepare(args, graph, hw.rounding, bindings)
+    quant = quant_cli.prepare(args, graph, hw.rounding, bindings, params=params)
     rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR], include_approx=bool(quant))
 
     def progress(message: str) -> None:
@@ -218,19 +219,23 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    _, graph = load_model_from_args(args)
-    result, hw = optimize_from_args(args, graph, keep_egraph=bool(args.egraph_out))
+    loaded = load_model_from_args(args)
+    graph = loaded.graph
+    result, hw = optimize_from_args(
+        args, graph, keep_egraph=bool(args.egraph_out), params=loaded.params
+    )
     validation = None
     if args.verify:  # before anything is written: a wrong result must not reach disk
         from eqsat.verify.translation import validate_graph
 
         validation = validate_graph(graph, result.graph, verify_seeds(args), args.verify_tol)
-    text = print_model(graph_to_model(result.graph))
     report = json.dumps(report_dict(result, hw), indent=2) + "\n"
+    wrote = None
     if args.output:
-        write_atomic(args.output, text)
+        params = dict(loaded.params)
         if result.quant is not None:
-            wrote = quant_cli.write_params(result.quant, result.graph, args.output)
+            params.update(result.quant.all_params)
+        wrote = save_model(args.output, result.graph, params)
     if args.report:
         write_atomic(args.report, report)
     if args.egraph_out:
@@ -241,8 +246,9 @@ def run(args: argparse.Namespace) -> int:
         print(validation.summary("the optimized model"))
     if args.output:
         print(f"wrote optimized model to {args.output}")
-        if result.quant is not None:
-            print(f"wrote its quantized params to {wrote}")
+        if wrote is not None:
+            what = "its quantized params" if result.quant is not None else "its tensors"
+            print(f"wrote {what} to {wrote}")
     if args.report:
         print(f"wrote report to {args.report}")
     if args.egraph_out:

@@ -97,8 +97,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_growth(collection, rounds: int) -> int:
     """Report rules that keep matching their own output (eqsat.verify.growth)."""
-    from eqsat.cli import UsageError
     from eqsat.config import DEFAULT_HARDWARE
+    from eqsat.flags import UsageError
     from eqsat.verify.growth import growth, hardware_facts_text
     from eqsat.verify.guards import hardware_facts
 

@@ -6,10 +6,10 @@ import argparse
 
 import numpy as np
 
-from eqsat.cli import add_dim_flag
-from eqsat.commands.common import load_model_from_args
-from eqsat.fileio import load_arrays, save_arrays
-from eqsat.interpreter import check_binding, evaluate, random_bindings
+from eqsat.commands.common import bindings_from_args, load_model_from_args
+from eqsat.fileio import save_arrays
+from eqsat.flags import add_dim_flag
+from eqsat.interpreter import evaluate
 from eqsat.ir.types import dtype_of_array
 
 
@@ -46,20 +46,20 @@ def describe(name: str, value: np.ndarray) -> str:
         if value.size
         else "empty"
     )
-    dtype = dtype_of_array(value).value
+    try:
+        dtype = dtype_of_array(value).value
+    except ValueError:  # an ONNX output type (int64, bool...)
+        dtype = value.dtype.name
     return f"  {name}: {dtype}{list(value.shape)}  {stats}"
 
 
 def run(args: argparse.Namespace) -> int:
-    _, graph = load_model_from_args(args)
-    bindings = random_bindings(graph, args.seed)
-    if args.inputs:
-        given = load_arrays(args.inputs)
-        expected = graph.bound_names()
-        for name, value in given.items():
-            if name in expected:
-                bindings[name] = check_binding(name, value, expected[name], args.inputs)
+    loaded = load_model_from_args(args)
+    graph = loaded.graph
+    bindings = bindings_from_args(args, loaded)
     outputs = evaluate(graph, bindings)
+    if loaded.onnx is not None:  # by ONNX name, in the ONNX output types
+        outputs = loaded.onnx.results(outputs)
     if args.save_inputs:
         save_arrays(args.save_inputs, bindings)
     if args.output:

@@ -13,12 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from eqsat.cli import UsageError, add_dim_flag
-from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
+from eqsat.commands.common import (
+    add_verify_flags,
+    bindings_from_args,
+    load_model_from_args,
+    verify_seeds,
+)
 from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
 from eqsat.commands.optimize import add_optimize_flags
 from eqsat.fileio import load_arrays, save_arrays, write_atomic
-from eqsat.interpreter import check_binding, evaluate, random_bindings
+from eqsat.flags import UsageError, add_dim_flag
+from eqsat.interpreter import evaluate
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.sqnr import sqnr_db
 from eqsat.summary import human_bytes
@@ -56,13 +61,10 @@ def _model_run(args: argparse.Namespace, hw_name: str):
     from hwsim import simulate
 
     args.model = args.source
-    _, graph = load_model_from_args(args)
-    bindings = random_bindings(graph, args.seed)
-    if args.inputs:
-        expected = graph.bound_names()
-        for name, value in load_arrays(args.inputs).items():
-            if name in expected:
-                bindings[name] = check_binding(name, value, expected[name], args.inputs)
+    loaded = load_model_from_args(args)
+    args.loaded_onnx = loaded.onnx
+    graph = loaded.graph
+    bindings = bindings_from_args(args, loaded)
     lowered, hw, opt = graph_for_target(args, graph, bindings)
     quant = opt.quant if opt is not None else None
     compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
@@ -188,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     if quant is not None:
         d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
     if args.output:
-        save_arrays(args.output, outputs)
+        onnx = getattr(args, "loaded_onnx", None)
+        save_arrays(args.output, onnx.results(outputs) if onnx is not None else outputs)
     if args.report:
         write_atomic(args.report, json.dumps(d, indent=2) + "\n")
     print(format_report(d))

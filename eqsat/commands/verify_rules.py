@@ -6,8 +6,8 @@ import argparse
 import secrets
 import sys
 
-from eqsat.cli import UsageError
 from eqsat.config import DEFAULT_HARDWARE
+from eqsat.flags import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

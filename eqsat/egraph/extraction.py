@@ -8,9 +8,11 @@ the choice is rebuilt into a typed Graph.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from egglog.bindings import EGraph as EggGraph
 
 from eqsat.costs import op_cost
@@ -99,8 +101,10 @@ def rebuild(
     dims: dict[str, int],
     names: dict[str, str] | None = None,
     leaf_order: tuple[str, ...] | list[str] = (),
+    constants: Mapping[str, np.ndarray] | None = None,
 ) -> Graph:
-    """The chosen terms as a Graph; `outputs` are (output name, e-class)."""
+    """The chosen terms as a Graph; `outputs` are (output name, e-class); `constants`:
+    the values of the literals the terms may use (the input graph's)."""
     b = GraphBuilder(name, dims)
     built: dict[str, int] = {}
     chosen = set(extraction.order)
@@ -117,6 +121,8 @@ def rebuild(
         )
     for out_name, eclass in outputs:
         b.output(out_name, built[eclass])
+    b.graph.constants = dict(constants or {})
+    b.graph.constants = b.graph.used_constants()
     return b.graph
 
 

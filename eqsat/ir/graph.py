@@ -1,16 +1,19 @@
 """The dataflow graph every stage after the frontend works on.
 
 Nodes are stored in topological order and refer to their operands by index. Leaves
-(`input`, `param`, `const`) carry their own type in their attributes. Attributes are
-in canonical form (axes non-negative, reshape targets resolved), so structurally equal
-programs compare equal.
+(`input`, `param`, `const`, `literal`) carry their own type in their attributes; the
+values of `literal` leaves live in `Graph.constants` under the literal's name, so that
+nodes stay small hashable records. Attributes are in canonical form (axes
+non-negative, reshape targets resolved), so structurally equal programs compare equal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
@@ -46,6 +49,8 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     outputs: list[tuple[str, int]] = field(default_factory=list)
     dims: dict[str, int] = field(default_factory=dict)
+    # Values of the literal leaves, by name (stored in the literal's dtype).
+    constants: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
 
     def __iter__(self) -> Iterator[tuple[int, Node]]:
         return iter(enumerate(self.nodes))
@@ -72,20 +77,35 @@ class Graph:
                 users[j].append(i)
         return users
 
-    def live(self) -> list[bool]:
-        """Which nodes some output depends on."""
+    def live(self, stop: Sequence[bool] | None = None) -> list[bool]:
+        """Which nodes some output depends on; with `stop`, the walk does not go
+        past the nodes it marks (they are live, their operands need not be)."""
         live = [False] * len(self.nodes)
         stack = [i for _, i in self.outputs]
         while stack:
             i = stack.pop()
             if not live[i]:
                 live[i] = True
-                stack.extend(self.nodes[i].inputs)
+                if stop is None or not stop[i]:
+                    stack.extend(self.nodes[i].inputs)
         return live
 
     def structure(self) -> tuple[Any, ...]:
         """A hashable summary for structural comparison (ignores names of intermediates)."""
-        return (tuple(self.nodes), tuple(self.outputs))
+        constants = tuple(
+            (name, value.dtype.str, value.shape, value.tobytes())
+            for name, value in sorted(self.constants.items())
+        )
+        return (tuple(self.nodes), tuple(self.outputs), constants)
+
+    def used_constants(self) -> dict[str, np.ndarray]:
+        """The values of the literals some output depends on."""
+        live = self.live()
+        return {
+            str(n.attr("name")): self.constants[str(n.attr("name"))]
+            for i, n in self
+            if live[i] and n.op == "literal"
+        }
 
 
 class GraphBuilder:
@@ -124,6 +144,18 @@ class GraphBuilder:
     def const(self, value: float, type_: TensorType, name: str | None = None) -> int:
         attrs = {"value": float(value), "shape": type_.shape, "dtype": type_.dtype.value}
         return self.add("const", (), attrs, name)
+
+    def literal(self, name: str, value: np.ndarray, dtype: DType) -> int:
+        """A literal leaf holding `value` (converted to `dtype`) under `name`."""
+        stored = np.array(value, dtype=dtype.np_dtype, order="C")
+        known = self.graph.constants.get(name)
+        if known is not None and (
+            known.shape != stored.shape or known.tobytes() != stored.tobytes()
+        ):
+            raise ValueError(f"literal '{name}' is defined twice with different values")
+        self.graph.constants[name] = stored
+        attrs = {"name": name, "shape": stored.shape, "dtype": dtype.value}
+        return self.add("literal", (), attrs, name)
 
     def output(self, name: str, node: int) -> None:
         self.graph.outputs.append((name, node))

@@ -1,6 +1,18 @@
 """The op registry. Importing this package registers every op."""
 
-from eqsat.ops import elementwise, fused, layout, leaves, linalg, nn, quant, reduce  # noqa: F401
+from eqsat.ops import (  # noqa: F401
+    elementwise,
+    fused,
+    layout,
+    leaves,
+    linalg,
+    masks,
+    mathfn,
+    nn,
+    quant,
+    reduce,
+    spatial,
+)
 from eqsat.ops.base import (
     REQUIRED,
     Attrs,

@@ -124,6 +124,7 @@ InferFn = Callable[[Sequence[TensorType], Attrs], TensorType]
 RefFn = Callable[[Sequence[np.ndarray], Attrs], np.ndarray]
 FlopsFn = Callable[[Sequence[TensorType], TensorType, Attrs], int]
 NormalizeFn = Callable[[Sequence[TensorType], Attrs], dict[str, AttrValue]]
+ReadBytesFn = Callable[[Sequence[TensorType], Attrs], int]
 
 
 def no_flops(in_types: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
@@ -153,6 +154,9 @@ class OpDef:
     # None for "the dtype of the first operand".
     egg_shape: str | None = None
     egg_dtype: str | None = None
+    # DRAM bytes the op reads when that is not all of every operand (a gather reads
+    # only the rows its indices select); None: every operand once.
+    read_bytes: ReadBytesFn | None = None
 
     def attr_spec(self, name: str) -> AttrSpec | None:
         for spec in self.attrs:
@@ -200,7 +204,10 @@ class OpDef:
             return dict(attrs)
         return self.normalize(in_types, attrs)
 
-    def bytes_read(self, in_types: Sequence[TensorType]) -> int:
+    def bytes_read(self, in_types: Sequence[TensorType], attrs: Attrs | None = None) -> int:
+        """DRAM bytes one run reads (`attrs`: the node's; defaults when left out)."""
+        if self.read_bytes is not None:
+            return self.read_bytes(in_types, self.bind_attrs(attrs or {}))
         return sum(t.nbytes for t in in_types)
 
     def bytes_written(self, out: TensorType) -> int:
@@ -216,6 +223,11 @@ TILE_ATTR = AttrSpec(
     (),
     "[TM, TN, TK] of the GEMM loop (rows, columns, depth per step); [] lets the backend choose",
     choice=True,
+)
+
+
+GROUPS_ATTR = AttrSpec(
+    "groups", AttrType.INT, 1, "channel groups: w is [O, C/groups, KH, KW], O divisible by it"
 )
 
 

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqsat.ir.types import TensorType
-from eqsat.ops.base import TILE_ATTR, Attrs, AttrSpec, AttrType, OpDef, OpKind, check_tile
+from eqsat.ops.base import (
+    GROUPS_ATTR,
+    TILE_ATTR,
+    Attrs,
+    AttrSpec,
+    AttrType,
+    OpDef,
+    OpKind,
+    check_tile,
+)
+from eqsat.ops.elementwise import GELU_APPROXIMATE
 from eqsat.ops.registry import REGISTRY, register
 
 
@@ -158,15 +168,28 @@ _TILE = (TILE_ATTR,)
 
 fused("matmul_bias", ("x", "w", "b"), _MM_BIAS, _TILE)
 fused("matmul_bias_relu", ("x", "w", "b"), call("relu", _MM_BIAS), _TILE)
-fused("matmul_bias_gelu", ("x", "w", "b"), call("gelu", _MM_BIAS), _TILE)
+fused(
+    "matmul_bias_gelu",
+    ("x", "w", "b"),
+    call("gelu", _MM_BIAS, approximate=AttrRef("approximate")),
+    (GELU_APPROXIMATE, *_TILE),
+)
 fused("matmul_bias_add", ("x", "w", "b", "r"), call("add", _MM_BIAS, "r"), _TILE)
 
 _CONV_ATTRS = (
     AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
     AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+    GROUPS_ATTR,
     TILE_ATTR,
 )
-_CONV = call("conv2d", "x", "w", stride=AttrRef("stride"), padding=AttrRef("padding"))
+_CONV = call(
+    "conv2d",
+    "x",
+    "w",
+    stride=AttrRef("stride"),
+    padding=AttrRef("padding"),
+    groups=AttrRef("groups"),
+)
 _CONV_BIAS = call("add", _CONV, "b")
 
 fused("conv2d_bias", ("x", "w", "b"), _CONV_BIAS, _CONV_ATTRS)
@@ -180,3 +203,5 @@ fused(
 
 fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
 fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))
+# SiLU (swish): x * sigmoid(x) in one pass
+fused("silu", ("x",), call("mul", "x", call("sigmoid", "x")))

@@ -8,6 +8,7 @@ import numpy as np
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops.base import (
+    GROUPS_ATTR,
     TILE_ATTR,
     Attrs,
     AttrSpec,
@@ -139,10 +140,21 @@ def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     dtype = same_dtype("conv2d", in_types)
     require_float("conv2d", x)
     if x.rank != 4 or w.rank != 4:
-        raise OpTypeError(f"'conv2d' needs x: [N, C, H, W] and w: [O, C, KH, KW], got {x} and {w}")
-    if x.shape[1] != w.shape[1]:
         raise OpTypeError(
-            f"'conv2d': channels differ: x {x} has C={x.shape[1]}, w {w} has C={w.shape[1]}"
+            f"'conv2d' needs x: [N, C, H, W] and w: [O, C/groups, KH, KW], got {x} and {w}"
+        )
+    groups = int(attrs.get("groups", 1))
+    if groups < 1:
+        raise OpTypeError(f"'conv2d': groups must be a positive integer, got {groups}")
+    if x.shape[1] % groups or w.shape[0] % groups:
+        raise OpTypeError(
+            f"'conv2d': groups={groups} must divide the input channels (C={x.shape[1]} of "
+            f"{x}) and the output channels (O={w.shape[0]} of {w})"
+        )
+    if x.shape[1] != w.shape[1] * groups:
+        raise OpTypeError(
+            f"'conv2d': channels differ: x {x} has C={x.shape[1]}, w {w} has "
+            f"C/groups={w.shape[1]}" + (f" with groups={groups}" if groups > 1 else "")
         )
     sh, sw = _pair("conv2d", "stride", attrs["stride"], 1)
     ph, pw = _pair("conv2d", "padding", attrs["padding"], 0)
@@ -155,15 +167,28 @@ def _conv_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def conv2d_ref(
-    x: np.ndarray, w: np.ndarray, stride: Sequence[int], padding: Sequence[int]
+    x: np.ndarray,
+    w: np.ndarray,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    groups: int = 1,
 ) -> np.ndarray:
-    """NCHW x OIHW convolution via a strided window view and one tensordot."""
+    """NCHW x OIHW convolution via a strided window view and one tensordot (one
+    einsum over the groups when there are several: channel slice g of x meets output
+    channels [g*O/G, (g+1)*O/G) of w)."""
     ph, pw = padding
     sh, sw = stride
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     kh, kw = w.shape[2], w.shape[3]
     windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
     windows = windows[:, :, ::sh, ::sw]  # [N, C, Ho, Wo, KH, KW]
+    if groups > 1:
+        n, c, ho, wo = windows.shape[:4]
+        o = w.shape[0]
+        xg = windows.reshape(n, groups, c // groups, ho, wo, kh, kw)
+        wg = w.reshape(groups, o // groups, c // groups, kh, kw)
+        out = np.einsum("ngchwij,gocij->ngohw", xg, wg, optimize=True)
+        return np.ascontiguousarray(out.reshape(n, o, ho, wo))
     out = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3]))  # [N, Ho, Wo, O]
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
@@ -181,13 +206,17 @@ register(
         attrs=(
             AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
             AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] on each side"),
+            GROUPS_ATTR,
             TILE_ATTR,
         ),
         infer=_conv_infer,
-        ref=lambda xs, attrs: conv2d_ref(xs[0], xs[1], attrs["stride"], attrs["padding"]),
+        ref=lambda xs, attrs: conv2d_ref(
+            xs[0], xs[1], attrs["stride"], attrs["padding"], int(attrs["groups"])
+        ),
         flops=_conv_flops,
-        doc="2-D convolution, x: [N, C, H, W], w: [O, C, KH, KW] -> [N, O, HO, WO] (dilation 1)",
-        egg_shape="(ConvShape {x} {w} {stride} {padding})",
+        doc="2-D convolution, x: [N, C, H, W], w: [O, C/groups, KH, KW] -> [N, O, HO, WO] "
+        "(dilation 1); groups > 1 convolves channel slices separately (groups = C: depthwise)",
+        egg_shape="(ConvShape {x} (GroupedWeight {w} {groups}) {stride} {padding})",
     )
 )
 

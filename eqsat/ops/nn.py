@@ -82,3 +82,36 @@ register(
         doc="(x - mean) / sqrt(var + eps) * gamma + beta over the last axis",
     )
 )
+
+
+def rmsnorm(x: np.ndarray, gamma: np.ndarray, eps: float) -> np.ndarray:
+    mean_square = np.mean(x * x, axis=-1, keepdims=True)
+    return x * (np.float32(1.0) / np.sqrt(mean_square + np.float32(eps))) * gamma
+
+
+def _rmsnorm_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, gamma = ts
+    same_dtype("rmsnorm", ts)
+    require_float("rmsnorm", x)
+    if x.rank < 1:
+        raise OpTypeError(f"'rmsnorm' needs an operand of rank >= 1, got {x}")
+    d = x.shape[-1]
+    if gamma.shape != (d,):
+        raise OpTypeError(f"'rmsnorm': gamma must have shape [{d}] to match {x}, got {gamma}")
+    if attrs["eps"] <= 0:
+        raise OpTypeError(f"'rmsnorm': eps must be positive, got {attrs['eps']}")
+    return x
+
+
+register(
+    OpDef(
+        name="rmsnorm",
+        kind=OpKind.NORMALIZE,
+        operands=("x", "gamma"),
+        attrs=(AttrSpec("eps", AttrType.FLOAT, 1e-6),),
+        infer=_rmsnorm_infer,
+        ref=lambda xs, attrs: rmsnorm(xs[0], xs[1], attrs["eps"]),
+        flops=lambda ts, out, attrs: 5 * out.numel,
+        doc="x * rsqrt(mean(x*x) + eps) * gamma over the last axis (no centering, no beta)",
+    )
+)

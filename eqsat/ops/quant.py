@@ -273,6 +273,7 @@ register(
 from dataclasses import replace  # noqa: E402
 
 from eqsat.ops.base import TILE_ATTR  # noqa: E402
+from eqsat.ops.elementwise import GELU_APPROXIMATE  # noqa: E402
 from eqsat.ops.fused import AttrRef, _make, call  # noqa: E402
 
 
@@ -296,7 +297,7 @@ fused(
     ("x", "w", "b", "s"),
     call(
         "quantize",
-        call("gelu", _DEQ),
+        call("gelu", _DEQ, approximate=AttrRef("approximate")),
         scale=AttrRef("scale"),
         zero_point=AttrRef("zero_point"),
         dtype="i8",
@@ -305,6 +306,7 @@ fused(
         _A_ZERO,
         AttrSpec("scale", AttrType.FLOAT, doc="scale of the i8 result"),
         AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result"),
+        GELU_APPROXIMATE,
     ),
     "i8",
 )

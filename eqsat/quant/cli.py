@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eqsat.cli import UsageError
-from eqsat.fileio import load_arrays, save_arrays
+from eqsat.fileio import load_arrays, params_file_for, save_arrays
+from eqsat.flags import UsageError
 from eqsat.interpreter import evaluate, random_bindings
 from eqsat.ir.graph import Graph
 from eqsat.quant.calibrate import (
@@ -94,12 +94,15 @@ def prepare(
     rounding: str,
     bindings: Mapping[str, np.ndarray] | None = None,
     warn=None,
+    params: Mapping[str, np.ndarray] | None = None,
 ) -> QuantRun | None:
     """Calibrate and plan when --quantize is given. `bindings`: the values the caller
-    will run with (simulate); else params are seeded (seed 0) or from the file."""
+    will run with (simulate); else params come from the calibration file, the model's
+    params file (`params`) or the seed (0), in that order."""
     check_flags(args)
     if not getattr(args, "quantize", None):
         return None
+    params_given = params
     warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
     arrays = load_arrays(args.calibrate) if args.calibrate else None
     names = {str(n.attr("name")) for _, n in graph.params}
@@ -107,6 +110,7 @@ def prepare(
         params = {k: np.asarray(v) for k, v in bindings.items() if k in names}
     else:
         params = {k: v for k, v in random_bindings(graph, 0).items() if k in names}
+        params.update(params_given or {})
         for k, v in (arrays or {}).items():
             if k in names:
                 params[k] = np.asarray(v)
@@ -203,13 +207,8 @@ def used_params(run: QuantRun, graph: Graph) -> dict[str, np.ndarray]:
     return {k: v for k, v in run.plan.params.items() if k in names}
 
 
-def params_path(output: str) -> Path:
-    """Where the quantized params go next to OUT.model / OUT.asm: OUT.params.npz."""
-    p = Path(output)
-    return p.with_name(p.stem + ".params.npz")
-
-
 def write_params(run: QuantRun, graph: Graph, output: str) -> Path:
-    path = params_path(output)
+    """The quantized params next to OUT.asm (OUT.params.npz)."""
+    path = params_file_for(output)
     save_arrays(path, used_params(run, graph))
     return path

@@ -72,10 +72,12 @@ def quantizable_matmuls(graph: Graph, params: Mapping[str, np.ndarray]) -> list[
 
 def quantizable_convs(graph: Graph, params: Mapping[str, np.ndarray]) -> list[int]:
     """f32 conv2d(x, w) with w a param whose value is known and finite, with no all-zero
-    output channel, and the default tile."""
+    output channel, the default tile and one group."""
     out = []
     for i, node in graph:
         if node.op != "conv2d" or node.attr_dict.get("tile", ()) not in ((), []):
+            continue
+        if node.attr_dict.get("groups", 1) != 1:  # qconv2d has no groups (quant.rules)
             continue
         x, w = (graph.nodes[j] for j in node.inputs)
         if w.op != "param" or w.type.dtype is not DType.F32 or x.type.dtype is not DType.F32:
@@ -107,6 +109,7 @@ def plan_quantization(
     qparams = {j: activation_qparams(*ranges[j]) for j in acts}
 
     b = GraphBuilder(graph.name, graph.dims)
+    b.graph.constants = dict(graph.constants)
     new: dict[int, int] = {}
     observed: dict[int, int] = {}
     for i, node in graph:

@@ -73,6 +73,14 @@ class BoolLit:
 
 
 @dataclass(frozen=True)
+class StrLit:
+    """A name-valued attribute written as a literal: approximate="none"."""
+
+    value: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
 class Name:
     """A bare name in an expression: an attribute variable, a dtype literal (f32...),
     `_`, or (in comparisons like `a != b`) a tensor variable. The checker decides."""
@@ -110,7 +118,7 @@ class Func:
     pos: Pos
 
 
-Expr = IntLit | FloatLit | BoolLit | Name | ListLit | BinOp | Neg | Func
+Expr = IntLit | FloatLit | BoolLit | StrLit | Name | ListLit | BinOp | Neg | Func
 
 
 # ------------------------------------------------------------------ rules

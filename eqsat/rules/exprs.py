@@ -7,7 +7,7 @@ shape analysis knows them and actions only ever compute with bound values.
 
 from __future__ import annotations
 
-from eqsat.egraph.encoding import cons_list, f64
+from eqsat.egraph.encoding import cons_list, f64, string
 from eqsat.ops import REGISTRY
 from eqsat.rules import ast
 from eqsat.rules.errors import GuardTypeError, UnboundVariableError
@@ -44,6 +44,8 @@ def describe(expr: ast.Expr) -> str:
         return str(expr.value)
     if isinstance(expr, ast.BoolLit):
         return str(expr.value).lower()
+    if isinstance(expr, ast.StrLit):
+        return f'"{expr.value}"'
     return "the expression"
 
 
@@ -70,6 +72,8 @@ def value(expr: ast.Expr, scope: Scope, want: Ty | None = None) -> tuple[str, Ty
         return f64(expr.value), Ty.FLOAT
     if isinstance(expr, ast.BoolLit):
         return ("true" if expr.value else "false"), Ty.BOOL
+    if isinstance(expr, ast.StrLit):
+        return string(expr.value), Ty.STR
     if isinstance(expr, ast.Name):
         return _name(expr, scope)
     if isinstance(expr, ast.ListLit):

@@ -175,6 +175,10 @@ class _ToAst(Transformer):
             raise _at(f"number {tok} is out of range", _pos(tok))
         return ast.FloatLit(value, _pos(tok))
 
+    def string(self, meta, children):
+        tok = children[0]
+        return ast.StrLit(str(tok)[1:-1], _pos(tok))
+
     def true(self, meta, children):
         return ast.BoolLit(True, ast.Pos(meta.line, meta.column))
 

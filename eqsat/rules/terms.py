@@ -7,9 +7,8 @@ the operands, as eqsat.egraph.encoding lays out each `Op` constructor.
 
 from __future__ import annotations
 
-import difflib
-
 from eqsat.egraph.encoding import constructor, literal, operand_names
+from eqsat.errors import closest_name
 from eqsat.ops import REGISTRY, AttrSpec, AttrType, OpDef
 from eqsat.rules import ast
 from eqsat.rules.errors import (
@@ -40,8 +39,8 @@ _AXIS_ATTRS = {"axis", "axes", "perm"}
 def lookup_op(call: ast.Call, scope: Scope) -> OpDef:
     op = REGISTRY.get(call.op)
     if op is None:
-        close = difflib.get_close_matches(call.op, list(REGISTRY), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else "; `eqsat ops` lists the ops"
+        close = closest_name(call.op, list(REGISTRY))
+        hint = f"; did you mean '{close}'?" if close else "; `eqsat ops` lists the ops"
         raise scope.fail(UnknownOpError, f"unknown op '{call.op}'{hint}", call.pos)
     n = len(operand_names(op))
     if len(call.args) != n:
@@ -136,7 +135,7 @@ _NOT_LITERAL = object()
 
 def literal_value(expr: ast.Expr):
     """The Python value of a literal expression, or _NOT_LITERAL."""
-    if isinstance(expr, ast.IntLit | ast.FloatLit | ast.BoolLit):
+    if isinstance(expr, ast.IntLit | ast.FloatLit | ast.BoolLit | ast.StrLit):
         return expr.value
     if isinstance(expr, ast.Name) and expr.name in DTYPE_NAMES:
         return expr.name

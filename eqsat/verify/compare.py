@@ -59,6 +59,8 @@ def reduction_length(node: Node, graph: Graph) -> int:
     if op.kind is OpKind.CONV:
         return int(np.prod(ins[1].shape[1:]))
     if op.kind is OpKind.REDUCE:
+        if "kernel" in node.attr_dict:  # pooling: a window's taps
+            return int(np.prod(node.attr_dict["kernel"]))
         return max(1, ins[0].numel // max(node.type.numel, 1))
     if op.kind is OpKind.NORMALIZE:
         axis = node.attr_dict.get("axis", -1)

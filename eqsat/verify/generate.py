@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
+from eqsat.interpreter import random_value
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, OpDef, OpKind, OpTypeError
@@ -198,10 +200,15 @@ class _Generator(AttributeChoices):
             attrs["value"] = self.draw(const_value(t.dtype)) if value is None else value
         else:
             used = {
-                str(n.attr("name")) for n in self.builder.graph.nodes if n.op in ("input", "param")
+                str(n.attr("name"))
+                for n in self.builder.graph.nodes
+                if n.op in ("input", "param", "literal")
             }
             base = name or "_"
             attrs["name"] = base if base not in used and base != "_" else f"{base}{len(used)}"
+        if op == "literal":  # its values are part of the instance
+            rng = np.random.default_rng(self.draw(ints(0, 2**16)))
+            return self.builder.literal(attrs["name"], random_value(t, rng), t.dtype)
         return self.builder.add(op, (), attrs, attrs.get("name"))
 
     def gen_leaf(self, term: ast.Call, op: OpDef, want, dtype) -> int:

@@ -29,6 +29,8 @@ from eqsat.verify.cases import (
     first_operand,
     maybe,
 )
+from eqsat.verify.opcases_masks import MASK_GENERATORS
+from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
 
 __all__ = ["OP_GENERATORS", "Family", "OpCase", "accepts_first", "broadcast_partner", "draw_case"]
@@ -45,6 +47,14 @@ def const_values(dtype: DType) -> st.SearchStrategy[int | float]:
         st.integers(-100, 100),
         st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False, width=32),
     )
+
+
+def _draw_iota(draw, op: OpDef, first, space: Space) -> OpCase:
+    t = draw(space.tensor_types(min_rank=1))
+    attrs: dict[str, Any] = {"shape": t.shape}
+    maybe(draw, attrs, "axis", draw(ints(-len(t.shape), len(t.shape) - 1)), 0)
+    maybe(draw, attrs, "dtype", draw(choice(("i32", "f32", "bf16"))), "i32")
+    return OpCase(op.name, (), attrs)
 
 
 def _draw_leaf(draw, op: OpDef, first, space: Space) -> OpCase:
@@ -172,7 +182,11 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
             fixed, swap = fixed[::-1], True  # broadcasting is symmetric in shape
         if fixed[0] is not None and not accepts_first(node.op, fixed[0]):
             raise NoCase(f"{node.op} does not take {fixed[0]}")
-        case = OP_GENERATORS[node.op].draw(draw, sub, fixed[0], space)
+        if OP_GENERATORS[node.op] is BINARY and all(f is not None for f in fixed):
+            # Both operands already typed (mul(x, sigmoid(x))): nothing left to draw.
+            case = OpCase(node.op, tuple(fixed))
+        else:
+            case = OP_GENERATORS[node.op].draw(draw, sub, fixed[0], space)
         in_types = list(case.in_types[::-1] if swap else case.in_types)
         fixed = fixed[::-1] if swap else fixed
         if len(in_types) != len(node.args):
@@ -221,6 +235,7 @@ def _accepts_fused(op: OpDef, t: TensorType) -> bool:
 # -- the table: every registry op -> its family
 
 LEAF = Family(lambda op, t: False, _draw_leaf)
+IOTA = Family(lambda op, t: False, _draw_iota)
 UNARY = Family(accepts_dtype, _draw_unary)
 BINARY = Family(accepts_dtype, _draw_binary)
 MATMUL = Family(_accepts_matmul, _draw_matmul)
@@ -239,8 +254,9 @@ CAST = Family(lambda op, t: True, lay.draw_cast)
 QUANT = Family(accepts_dtype, lay.draw_quant)
 
 FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
-    LEAF: ("input", "param", "const"),
-    UNARY: ("neg", "relu", "gelu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt", "reciprocal"),
+    LEAF: ("input", "param", "const", "literal"),
+    IOTA: ("iota",),
+    UNARY: ("neg", "relu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt", "reciprocal"),
     BINARY: ("add", "sub", "mul", "div", "maximum", "minimum"),
     MATMUL: ("matmul", "qmatmul"),
     CONV: ("conv2d", "qconv2d"),
@@ -272,6 +288,8 @@ def _extra_generators() -> dict[str, Family]:
 
 
 OP_GENERATORS.update(_extra_generators())
+OP_GENERATORS.update(MASK_GENERATORS)  # math and mask ops, gelu (opcases_masks.py)
+OP_GENERATORS.update(SPATIAL_GENERATORS)  # pooling, pad, gather, grouped conv2d
 # Fused kernels are generated from their composition: a new one needs no entry.
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}

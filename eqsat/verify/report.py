@@ -101,7 +101,7 @@ def _model_text(cx: Counterexample) -> str:
         outputs = [(f"lhs_{k}", n) for k, n in cx.instance.roots.items()]
         if cx.replacement is not None:
             outputs += [(f"rhs_{k}", n) for k, n in cx.replacement.roots.items()]
-        graph = Graph(graph.name, graph.nodes, outputs, graph.dims)
+        graph = Graph(graph.name, graph.nodes, outputs, graph.dims, graph.constants)
     try:
         return print_model(graph_to_model(graph)).rstrip()
     except Exception as err:  # pragma: no cover - printing is best effort

@@ -90,6 +90,8 @@ def evaluate(expr: ast.Expr, env: Env, want: Ty | None = None) -> tuple[Any, Ty]
         return float(expr.value), Ty.FLOAT
     if isinstance(expr, ast.BoolLit):
         return expr.value, Ty.BOOL
+    if isinstance(expr, ast.StrLit):
+        return expr.value, Ty.STR
     if isinstance(expr, ast.Name):
         if expr.name in DTYPE_NAMES:
             return expr.name, Ty.DTYPE

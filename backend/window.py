@@ -1,0 +1,230 @@
+"""Window kernels: max and average pooling and depthwise convolution on the vector unit.
+
+Tap (i, j) of every window is one strided view of the image, so a kernel is one
+streaming elementwise kernel (ewise.py) over KH*KW such views: max, sum (divided by
+the window's count), or the sum of taps times their per-channel weight (a depthwise
+convolution's fused epilogue - bias, relu, residual - applies on top in the same
+pass). Where windows touch padding or step over columns, a prep kernel first writes
+the image padded and NHWC (conv_prep.nhwc_image); eqsat/spatial_plan.py decides the
+layout, so the cost model prices what is emitted here.
+
+An average pool whose windows do not all have the same number of taps on the input
+divides by a [HO, WO] map of counts, written by a `count` kernel as rectangles of
+equal count (the count is a product of a row count and a column count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from eqsat.ir.graph import Node
+from eqsat.ir.types import TensorType
+from eqsat.ops.spatial import Window2d, lowest, window2d
+from eqsat.spatial_plan import NHWC, conv_window, count_runs, window_layout
+
+from .compiler import Compiler
+from .conv_prep import PACK, nhwc_image
+from .ewise import emit_ewise
+from .expr import Bin, Expr, Leaf
+from .views import Imm, Value, View
+
+
+def map_leaves(e: Expr, fn) -> Expr:
+    """`e` with every Leaf(k) replaced by fn(k)."""
+    if isinstance(e, Leaf):
+        return fn(e.index)
+    if isinstance(e, Imm):
+        return e
+    changes = {
+        f.name: map_leaves(v, fn)
+        for f in dataclasses.fields(e)  # type: ignore[arg-type]
+        if dataclasses.is_dataclass(v := getattr(e, f.name)) and not isinstance(v, type)
+    }
+    return dataclasses.replace(e, **changes)  # type: ignore[type-var]
+
+
+class Image:
+    """Where the taps of a window kernel come from and where its output goes."""
+
+    def __init__(self, c: Compiler, i: int, x: View, g: Window2d, fill: Imm, mult: int = 1):
+        self.g, self.mult = g, mult
+        self.layout = window_layout(g, mult)
+        n, ch = x.shape[:2]
+        self.n, self.ch = n, ch
+        (sh, sw), wo = g.stride, g.out_hw[1]
+        if self.layout == NHWC:
+            src = nhwc_image(c, i, x, (g.pads[0], g.pads[1]), (g.rows, g.cols), fill)
+            img, row = g.rows * g.cols * ch, g.cols * ch
+            self.base, self.src = src.offset, src
+            self.tap_strides = (img, 1, sh * row, sw * ch)
+            self.tap_offset = lambda a, b: (a * g.cols + b) * ch
+        else:
+            if wo > 1 and x.strides[3] != 1:
+                x = c.materialize(x, c.label(i), i)
+            s = x.strides
+            self.base, self.src = x.offset, x
+            self.tap_strides = (s[0], s[1], sh * s[2], sw * s[3])
+            self.tap_offset = lambda a, b: a * s[2] + b * s[3]
+
+    def taps(self) -> list[View]:
+        """[N, C, HO, WO] views (with a multiplier: [N, C, M, HO, WO]), one per tap."""
+        shape = (self.n, self.ch, *self.g.out_hw)
+        out = []
+        for a, b in self.g.tap_offsets():
+            off = self.base + self.tap_offset(a, b)
+            strides = self.tap_strides
+            if self.mult > 1:
+                out.append(
+                    View(
+                        self.src.buf,
+                        off,
+                        (*shape[:2], self.mult, *shape[2:]),
+                        (*strides[:2], 0, *strides[2:]),
+                    )
+                )
+            else:
+                out.append(View(self.src.buf, off, shape, strides))
+        return out
+
+    def output(self, c: Compiler, i: int, node: Node, out_type: TensorType) -> tuple[View, View]:
+        """(the view the kernel writes, the node's NCHW value)."""
+        n, o, ho, wo = out_type.shape
+        dtype = out_type.dtype.value
+        if self.layout != NHWC:
+            if out_type == node.type:
+                out = c.alloc_value(i, node, keep_last=False)
+            else:
+                out = c.new_buffer(dtype, out_type.shape, c.label(i))
+            return out, out
+        buf = c.new_buffer(dtype, (n, ho, wo, o), c.label(i))
+        value = buf.permute((0, 3, 1, 2))
+        if self.mult == 1:
+            return value, value
+        m = self.mult
+        split = View(buf.buf, 0, (n, o // m, m, ho, wo), (ho * wo * o, m, 1, wo * o, o))
+        return split, value
+
+
+def _chain(op: str, leaves: list[Expr]) -> Expr:
+    e = leaves[0]
+    for x in leaves[1:]:
+        e = Bin(op, e, x)
+    return e
+
+
+def _pool_input(c: Compiler, i: int, node: Node) -> tuple[View, Window2d]:
+    j = node.inputs[0]
+    t = c.graph.nodes[j].type
+    x = c.as_view(c.value(j), t.shape, c.label(i))
+    return x, window2d(node.op, t, node.attr_dict)
+
+
+def lower_max_pool(c: Compiler, i: int, node: Node) -> Value:
+    x, g = _pool_input(c, i, node)
+    dtype = node.type.dtype
+    image = Image(c, i, x, g, Imm(float(lowest(dtype)), dtype.value))
+    taps = image.taps()
+    out, value = image.output(c, i, node, node.type)
+    expr = _chain("max", [Leaf(k) for k in range(len(taps))])
+    _add(c, i, out, expr, taps)
+    return value
+
+
+def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
+    x, g = _pool_input(c, i, node)
+    image = Image(c, i, x, g, Imm(0.0, node.type.dtype.value))
+    taps = image.taps()
+    out, value = image.output(c, i, node, node.type)
+    total = _chain("add", [Leaf(k) for k in range(len(taps))])
+    include_pad = bool(node.attr("count_include_pad"))
+    counts = g.counts(include_pad)
+    leaves = list(taps)
+    if counts.min() == counts.max():
+        divisor: Expr = Imm(float(counts.flat[0]), "f32")
+    else:
+        count_map = _count_map(c, i, g, include_pad)
+        leaves.append(count_map.broadcast_to(node.type.shape))
+        divisor = Leaf(len(taps))
+    _add(c, i, out, Bin("div", total, divisor), leaves)
+    return value
+
+
+def _count_map(c: Compiler, i: int, g: Window2d, include_pad: bool) -> View:
+    """A [HO, WO] f32 buffer of the taps each window has, written as rectangles."""
+    ho, wo = g.out_hw
+    counts = c.new_buffer("f32", (ho, wo), c.label(i) + ".count")
+    rects = [
+        (counts.slice((h0, w0), (h1, w1)), Imm(float(vh * vw), "f32"))
+        for h0, h1, vh in count_runs(g.axis_counts(0, include_pad))
+        for w0, w1, vw in count_runs(g.axis_counts(1, include_pad))
+    ]
+
+    def emit(kb) -> None:
+        for k, (dst, value) in enumerate(rects):
+            if k:
+                kb.fence()
+            emit_ewise(kb, dst, value, [], c.zero())
+
+    c.add_kernel(c.kernel_name(i, ".count"), i, "prep", emit, [], [counts])
+    return counts
+
+
+def lower_depthwise(
+    c: Compiler,
+    i: int,
+    node: Node,
+    x: View,
+    w: View,
+    attrs: dict,
+    epi: Expr | None,
+    leaves: list[View],
+    out_type: TensorType,
+) -> View:
+    """A depthwise conv2d (groups = C, w [C*M, 1, KH, KW]): out channel o is the sum
+    over taps of x channel o // M times w[o, 0, i, j], then the epilogue `epi` (Leaf(0)
+    the convolution, Leaf(k) leaves[k - 1])."""
+    xt = TensorType(out_type.dtype, x.shape)
+    wt = TensorType(out_type.dtype, w.shape)
+    g = conv_window(xt, wt, attrs)
+    o, _, kh, kw = w.shape
+    mult = o // x.shape[1]
+    image = Image(c, i, x, g, Imm(0.0, x.dtype), mult)
+    taps = image.taps()
+    packed = w.permute(PACK).reshape((kh * kw, o))
+    if packed is None or (o > 1 and packed.strides[1] != 1):  # channels contiguous per tap
+        packed = c.materialize(w.permute(PACK), c.label(i) + ".w", i).reshape((kh * kw, o))
+    shape = taps[0].shape
+    s0, s1 = packed.strides  # type: ignore[union-attr]
+    inner = (0, mult * s1, s1, 0, 0) if mult > 1 else (0, s1, 0, 0)
+    weights = [View(packed.buf, packed.offset + t * s0, shape, inner) for t in range(len(taps))]  # type: ignore[union-attr]
+    out, value = image.output(c, i, node, out_type)
+    n_taps = len(taps)
+    products = [Bin("mul", Leaf(t), Leaf(n_taps + t)) for t in range(n_taps)]
+    conv = _chain("add", products)
+    expr = conv
+    extra: list[View] = []
+    if epi is not None:
+        expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(2 * n_taps + k - 1))
+        for v in leaves:
+            b = v.broadcast_to(out_type.shape)
+            if mult > 1:
+                split = b.reshape(out.shape)
+                b = (
+                    split
+                    if split is not None
+                    else c.materialize(b, c.label(i), i).reshape(out.shape)
+                )  # type: ignore[union-attr]
+            extra.append(b)  # type: ignore[arg-type]
+    _add(c, i, out, expr, [*taps, *weights, *extra])
+    return value
+
+
+def _add(c: Compiler, i: int, out: View, expr: Expr, leaves: list[View]) -> None:
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
+        leaves,
+        [out],
+    )

@@ -1,0 +1,530 @@
+"""How the backend runs the spatial ops, decided once for the backend and the cost model.
+
+Window kernels (max/avg pooling, depthwise convolution) combine the KH*KW taps of every
+window on the vector unit: tap (i, j) of all windows is one strided view of the
+(padded) image, so an output tile is the max / sum / weighted sum of KH*KW loaded
+tiles. Two layouts:
+
+- `nchw`: the windows touch no padding and step one column at a time, so every tap
+  is a view of x itself with unit column stride; the output is NCHW. Tiles are
+  rows x columns of one (image, channel) plane.
+- `nhwc`: otherwise. A prep kernel writes x as a padded NHWC image (the fill: -inf or
+  the integer minimum for max pooling, 0 otherwise) covering every window, so that
+  taps have unit stride along channels whatever the stride; the output is written
+  NHWC (returned as an NCHW view). Tiles are output columns x channels.
+
+A depthwise convolution has C/groups == 1 and groups > 1 (groups = C): one input
+channel per output channel leaves nothing for the matrix unit to contract. Other
+grouped convolutions run one GEMM per group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from eqsat.ir.strides import Strides, broadcast_strides, coalesce, row_major
+from eqsat.ir.types import TensorType
+from eqsat.ops import REGISTRY, OpDef
+from eqsat.ops.fused import body_nodes
+from eqsat.ops.spatial import Window2d, pad_widths, window2d
+from hwsim import timing
+from hwsim.costmodel import KernelCost, KernelWork, LoopWork, loop_cycles, step_cycles
+from hwsim.dtypes import ITEMSIZE
+from hwsim.hardware import Hardware
+
+NCHW, NHWC = "nchw", "nhwc"
+
+
+def is_depthwise(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> bool:
+    """Does this conv2d run as a depthwise window kernel? (groups > 1, C/groups == 1)"""
+    groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
+    return groups > 1 and w.shape[1] == 1 and x.shape[1] == groups
+
+
+def conv_window(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> Window2d:
+    """A convolution's windows: its kernel, stride and symmetric zero padding."""
+    (ph, pw), (sh, sw) = attrs["padding"], attrs["stride"]  # type: ignore[misc]
+    kh, kw = w.shape[2], w.shape[3]
+    out = ((x.shape[2] + 2 * ph - kh) // sh + 1, (x.shape[3] + 2 * pw - kw) // sw + 1)
+    return Window2d(x.shape[2:], (kh, kw), (sh, sw), (1, 1), (ph, pw, ph, pw), out)  # type: ignore[arg-type]
+
+
+def window_layout(g: Window2d, multiplier: int = 1) -> str:
+    """nchw when no window touches padding (or overhangs x) and columns step by one;
+    nhwc otherwise (and for a depthwise multiplier > 1)."""
+    h, w = g.in_hw
+    no_padding = not any(g.pads) and g.rows <= h and g.cols <= w
+    unit_columns = g.stride[1] == 1 or g.out_hw[1] == 1
+    return NCHW if no_padding and unit_columns and multiplier == 1 else NHWC
+
+
+def count_runs(counts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(start, end, value) of the runs of equal values of a per-position count."""
+    runs: list[tuple[int, int, int]] = []
+    for k, v in enumerate(counts):
+        if runs and runs[-1][2] == v:
+            runs[-1] = (runs[-1][0], k + 1, v)
+        else:
+            runs.append((k, k + 1, int(v)))
+    return runs
+
+
+@dataclass(frozen=True)
+class GatherPlan:
+    """The gather kernel's loop: index chunks of `rows`, row pieces of `cols` elements.
+
+    Each data tile (rows x cols) takes at most a quarter of SRAM, as a streaming
+    kernel's in + out chunk does; per index chunk, `pieces` gathers (one per table
+    prefix and column piece), each followed by its store.
+    """
+
+    rows: int
+    cols: int
+    chunks: int
+    pieces: int
+
+    @property
+    def steps(self) -> int:
+        return self.chunks * self.pieces
+
+
+def gather_plan(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -> GatherPlan:
+    """How the backend tiles a gather of k indices from a [pre, n, post] table: a data
+    tile takes at most a quarter of SRAM, the five i32 index columns (two loaded, two
+    normalized, one scratch) another quarter at most."""
+    budget = max(1, hw.sram_bytes // 4 // ITEMSIZE[dtype])
+    cols = min(post, budget)
+    rows = min(k, max(1, budget // cols), max(1, hw.sram_bytes // 4 // (5 * 4)))
+    return GatherPlan(rows, cols, math.ceil(k / rows), pre * math.ceil(post / cols))
+
+
+# ----------------------------------------------------------------- tile loops
+# The streaming kernel's tiling (backend/ewise.py make_space and tile_shape,
+# backend/tileexpr.py leaf_class and bytes_per_element), restated on plain strides so
+# that the cost model counts the instructions the backend emits. tests/backend/
+# test_backend_spatial.py checks that both give the same number of tiles.
+
+FULL, ROW, COL, TR = "full", "row", "col", "tr"
+
+
+def stream_space(shape: Sequence[int], out: Strides, leaves: list[Strides]):
+    """(space shape, strides per operand (output first), row axis, column axis)."""
+    cshape, cstr = coalesce(shape or (1,), [out or (1,), *[s or (0,) for s in leaves]])
+    if not any(st == 1 for st in cstr[0]):
+        cshape, cstr = (*cshape, 1), [(*st, 1) for st in cstr]
+    if len(cshape) == 1:
+        cshape, cstr = (1, *cshape), [(0, *st) for st in cstr]
+    col = max((a for a in range(len(cshape)) if cstr[0][a] == 1), key=lambda a: (cshape[a] > 1, a))
+
+    def score(a: int) -> tuple:
+        tr = sum(1 for s in cstr[1:] if s[col] not in (0, 1) and s[a] == 1)
+        return (tr, cshape[a] > 1, -cstr[0][a])
+
+    row = max((a for a in range(len(cshape)) if a != col), key=score)
+    return cshape, cstr, row, col
+
+
+def leaf_class(sr: int, sc: int, rt: int, ct: int) -> str | None:
+    if ct == 1 or sc == 1:
+        return ROW if rt > 1 and sr == 0 else FULL
+    if sc == 0:
+        return COL
+    return TR if rt == 1 or sr == 1 else None
+
+
+def _splits(total: int, tile: int) -> list[tuple[int, int]]:
+    full, rest = divmod(total, tile)
+    return [(s, c) for s, c in ((tile, full), (rest, 1 if rest else 0)) if c]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One streaming pass: out[shape] = expression of `leaves` (strides over the
+    output's shape, item sizes), `ops` vector instructions per tile (a copy or fill
+    root included), `intermediates` tiles it keeps besides the output."""
+
+    shape: tuple[int, ...]
+    out: Strides
+    out_isz: int
+    leaves: tuple[tuple[Strides, int], ...] = ()
+    ops: tuple[str, ...] = ("copy",)
+    intermediates: int = 0
+    zero: bool = False  # needs a zero tile (an immediate root, a broadcast root)
+
+
+def stream_loop(hw: Hardware, s: Stream) -> LoopWork:
+    """The instructions of one streaming pass, summed (backend/ewise.py emit_ewise)."""
+    cshape, cstr, row, col = stream_space(s.shape, s.out, [st for st, _ in s.leaves])
+    sizes = [isz for _, isz in s.leaves]
+    resident = sum(
+        2 * isz + (isz if st[col] != 1 else 0)
+        for st, isz in zip(cstr[1:], sizes, strict=True)
+        if st[row] != 0 and st[col] != 0
+    )
+    per_elem = resident + 4 * s.intermediates + 2 * s.out_isz + 8
+    fit = (hw.sram_bytes - 1024) // per_elem
+    model = hw.sram_bytes // 4 // (sum(sizes) + s.out_isz)
+    elements = max(1, min(fit, model))
+    rows, cols = cshape[row], cshape[col]
+    ct = max(1, min(cols, elements))
+    rt = max(1, min(rows, elements // ct))
+    if any(leaf_class(st[row], st[col], rt, ct) is None for st in cstr[1:]):
+        rt = 1
+    classes = [leaf_class(st[row], st[col], rt, ct) for st in cstr[1:]]
+    outer = math.prod(d for a, d in enumerate(cshape) if a not in (row, col))
+    steps = compute = loads = load_cycles = transfer = store_cycles = dram = 0
+    floor = 0.0
+    for rn, rc in _splits(rows, rt):
+        for cn, cc in _splits(cols, ct):
+            count = outer * rc * cc
+            lq = lx = c = 0
+            for cls, isz in zip(classes, sizes, strict=True):
+                n = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}[cls] * isz  # type: ignore[index]
+                lq += timing.dma_cycles(hw, n)
+                lx += timing.dma_transfer_cycles(hw, n)
+                dram += count * n
+                if cls == TR:
+                    c += timing.vector_cycles(hw, rn * cn, "transpose")
+            c += sum(timing.vector_cycles(hw, rn * cn, op) for op in s.ops)
+            n = rn * cn * s.out_isz
+            sq, sx = timing.dma_cycles(hw, n), timing.dma_transfer_cycles(hw, n)
+            dram += count * n
+            floor += count * step_cycles(hw, c, len(sizes), lq, lx, sq, sx)
+            loads += count * len(sizes)
+            load_cycles += count * lq
+            store_cycles += count * sq
+            transfer += count * (lx + sx)
+            compute += count * c
+            steps += count
+    if s.zero:  # the zero tile: one element loaded into a padded tile, copied out
+        loads += 1
+        load_cycles += timing.dma_cycles(hw, 4)
+        transfer += timing.dma_transfer_cycles(hw, 4)
+        compute += timing.vector_cycles(hw, rt * ct, "copy")
+    return LoopWork(
+        steps, compute, loads, load_cycles, steps, store_cycles, transfer, dram, 1, math.ceil(floor)
+    )
+
+
+def merge_streams(loops: Sequence[LoopWork]) -> LoopWork:
+    """Streams one after another inside one kernel (fenced): their totals."""
+    fields = (
+        "steps",
+        "compute",
+        "loads",
+        "load_cycles",
+        "stores",
+        "store_cycles",
+        "transfer",
+        "floor",
+    )
+    totals = {f: sum(getattr(w, f) for w in loops) for f in fields}
+    return LoopWork(
+        **totals, dram_bytes=sum(w.dram_bytes for w in loops), streams=max(1, len(loops))
+    )
+
+
+def fill_stream(shape: Sequence[int], strides: Strides, isz: int) -> Stream:
+    """A region of a buffer set to one value (an immediate added to a zero tile)."""
+    return Stream(tuple(shape), tuple(strides), isz, (), ("add",), zero=True)
+
+
+# ----------------------------------------------------------------- kernels
+
+
+def nhwc_prep(
+    x: Sequence[int],
+    isz: int,
+    top_left: tuple[int, int],
+    rows_cols: tuple[int, int],
+    groups: int = 1,
+) -> list[Stream]:
+    """The streams of conv_prep.nhwc_image: the interior through a transposed walk,
+    then each border region filled."""
+    n, ch, h, wd = x
+    (top, left), (rows, cols) = top_left, rows_cols
+    cg = ch // groups
+    hh, ww = min(h, max(0, rows - top)), min(wd, max(0, cols - left))
+    img, row = rows * cols * cg, cols * cg
+    streams = []
+    if hh and ww:
+        src = row_major(x)
+        if groups == 1:
+            shape, out, leaf = (n, ch, hh, ww), (img, 1, row, cg), src
+        else:
+            shape = (n, groups, cg, hh, ww)
+            out = (img, n * img, 1, row, cg)
+            leaf = (src[0], cg * src[1], src[1], src[2], src[3])
+        streams.append(Stream(shape, out, isz, ((leaf, isz),), ("copy",)))
+    images = groups * n
+    top = min(top, rows)
+    if top:
+        streams.append(fill_stream((images, top * row), (img, 1), isz))
+    if rows - top - hh:
+        streams.append(fill_stream((images, (rows - top - hh) * row), (img, 1), isz))
+    left = min(left, cols)
+    if hh and left:
+        streams.append(fill_stream((images, hh, left * cg), (img, row, 1), isz))
+    if hh and cols - left - ww:
+        streams.append(fill_stream((images, hh, (cols - left - ww) * cg), (img, row, 1), isz))
+    return streams
+
+
+def window_streams(
+    x: TensorType,
+    g: Window2d,
+    out_isz: int,
+    kind: str,
+    mult: int = 1,
+    extra: Sequence[tuple[Strides, int]] = (),
+    epilogue_ops: Sequence[str] = (),
+) -> tuple[list[Stream], Stream]:
+    """(prep streams, main stream) of a window kernel; kind: max | avg | avg_map | dw.
+    `extra`: epilogue operands (strides over the [N, O, HO, WO] output)."""
+    n, ch, h, w = x.shape
+    isz = x.dtype.itemsize
+    (sh, sw), (ho, wo) = g.stride, g.out_hw
+    o = ch * mult
+    t = g.taps
+    prep: list[Stream] = []
+    if window_layout(g, mult) == NHWC:
+        prep = nhwc_prep(x.shape, isz, (g.pads[0], g.pads[1]), (g.rows, g.cols))  # type: ignore[assignment]
+        img, row = g.rows * g.cols * ch, g.cols * ch
+        tap = (img, 1, sh * row, sw * ch)
+        out = (ho * wo * o, 1, wo * o, o)
+    else:
+        tap = (ch * h * w, h * w, sh * w, sw)
+        out = row_major((n, o, ho, wo))
+    shape: tuple[int, ...] = (n, o, ho, wo)
+    weight = (0, 1, 0, 0)
+    if mult > 1:
+        shape = (n, ch, mult, ho, wo)
+        tap = (tap[0], tap[1], 0, tap[2], tap[3])
+        out = (ho * wo * o, mult, 1, wo * o, o)
+        weight = (0, mult, 1, 0, 0)
+        extra = [(_split_channels(st, mult), sz) for st, sz in extra]
+    leaves = [(tap, isz)] * t
+    if kind == "max":
+        ops: list[str] = ["max"] * (t - 1) or ["copy"]
+    elif kind in ("avg", "avg_map"):
+        ops = ["add"] * (t - 1) + ["div"]
+        if kind == "avg_map":
+            leaves.append(((0, 0, wo, 1), 4))
+    else:
+        leaves += [(weight, isz)] * t
+        ops = ["mul"] * t + ["add"] * (t - 1) + list(epilogue_ops)
+    leaves += list(extra)
+    main = Stream(shape, out, out_isz, tuple(leaves), tuple(ops), t - 1 if kind == "dw" else 0)
+    return prep, main
+
+
+def _split_channels(strides: Strides, mult: int) -> Strides:
+    """[N, O, HO, WO] strides as [N, O/M, M, HO, WO] strides."""
+    return (strides[0], strides[1] * mult, strides[1], strides[2], strides[3])
+
+
+def count_streams(g: Window2d, include_pad: bool) -> list[Stream]:
+    """The count kernel of an average pool: one fill per rectangle of equal count."""
+    wo = g.out_hw[1]
+    return [
+        fill_stream((h1 - h0, w1 - w0), (wo, 1), 4)
+        for h0, h1, _ in count_runs(g.axis_counts(0, include_pad))
+        for w0, w1, _ in count_runs(g.axis_counts(1, include_pad))
+    ]
+
+
+def pad_streams(
+    x: TensorType, widths: Sequence[tuple[int, int]], fill_first: bool = False
+) -> list[Stream]:
+    """backend/pad.py: the interior copy, then one fill per border slab; or (fill_first)
+    the whole output filled, then the interior copied over it."""
+    shape = tuple(d + b + e for d, (b, e) in zip(x.shape, widths, strict=True))
+    out = row_major(shape)
+    isz = x.dtype.itemsize
+    interior = Stream(x.shape, out, isz, ((row_major(x.shape), isz),), ("copy",))
+    if fill_first:
+        return [fill_stream(shape, out, isz), interior]
+    streams = [interior]
+    inner = [(b, d - e) for d, (b, e) in zip(shape, widths, strict=True)]
+    for a, (lo, hi) in enumerate(inner):
+        for start, end in ((0, lo), (hi, shape[a])):
+            if end > start:
+                box = [h - l for l, h in inner[:a]] + [end - start] + list(shape[a + 1 :])
+                streams.append(fill_stream(box, out, isz))
+    return streams
+
+
+def pad_fills_first(hw: Hardware, x: TensorType, widths: Sequence[tuple[int, int]]) -> bool:
+    """Is writing the whole output once more cheaper than filling the border slab by
+    slab? (Thin slabs, like a column of padding per row, are many tiny tiles whose
+    stores wait out the DRAM latency; one big fill streams at full bandwidth.)"""
+    by_slab = kernel_cost(hw, pad_streams(x, widths)).cycles
+    return kernel_cost(hw, pad_streams(x, widths, fill_first=True)).cycles < by_slab
+
+
+def gather_loop(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -> LoopWork:
+    """backend/gather.py's loop: per index chunk a load and 7 integer ALU ops, per
+    piece one gather (a burst per row) and one store."""
+    p = gather_plan(hw, pre, n, post, k, dtype)
+    isz = ITEMSIZE[dtype]
+    compute = loads = load_cycles = transfer = stores = store_cycles = dram = seen = 0
+    floor = 0.0
+    for rn, rc in _splits(k, p.rows):
+        loads += rc
+        load_cycles += rc * timing.dma_cycles(hw, 4 * rn)
+        transfer += rc * timing.dma_transfer_cycles(hw, 4 * rn)
+        dram += rc * 4 * rn
+        compute += rc * 7 * timing.vector_cycles(hw, rn, "add")
+        for cn, cc in _splits(post, p.cols):
+            count = rc * pre * cc
+            gq = timing.gather_cycles(hw, rn, cn * isz)
+            sq = timing.dma_cycles(hw, rn * cn * isz)
+            gx = rn * timing.dma_transfer_cycles(hw, cn * isz)
+            sx = timing.dma_transfer_cycles(hw, rn * cn * isz)
+            xfer = gx + sx
+            # the data tile a gather fills is the one its store drains: two slots, so
+            # from the third step on a gather waits for the store two steps back to land
+            plain = step_cycles(hw, 0, 1, gq, gx, sq, sx)
+            through = (gq + sq + 2 * hw.dram_latency_cycles) / 2
+            first = max(0, min(count, 2 - seen))  # steps that find their slot free
+            floor += first * plain + (count - first) * max(plain, through)
+            seen += count
+            loads += count
+            load_cycles += count * gq
+            stores += count
+            store_cycles += count * sq
+            transfer += count * xfer
+            dram += count * 2 * rn * cn * isz
+    return LoopWork(
+        p.steps,
+        compute,
+        loads,
+        load_cycles,
+        stores,
+        store_cycles,
+        transfer,
+        dram,
+        streams=1,
+        floor=math.ceil(floor),
+        hops=3,  # indices land, rows land, rows stored
+    )
+
+
+# ----------------------------------------------------------------- prices
+
+_VECTOR_OP = {"maximum": "max", "minimum": "min"}
+
+
+def add_costs(costs: Sequence[KernelCost]) -> KernelCost:
+    """Kernels run one after another: the sum of their costs."""
+    return KernelCost(
+        cycles=sum(c.cycles for c in costs),
+        compute_cycles=sum(c.compute_cycles for c in costs),
+        matrix_cycles=sum(c.matrix_cycles for c in costs),
+        vector_cycles=sum(c.vector_cycles for c in costs),
+        dma_cycles=sum(c.dma_cycles for c in costs),
+        dram_bytes=sum(c.dram_bytes for c in costs),
+        feasible=all(c.feasible for c in costs),
+        spill_bytes=sum(c.spill_bytes for c in costs),
+        tile=next((c.tile for c in costs if c.tile is not None), None),
+    )
+
+
+def kernel_cost(hw: Hardware, streams: Sequence[Stream]) -> KernelCost:
+    """One kernel made of streams run one after another."""
+    return loop_cycles(hw, merge_streams([stream_loop(hw, s) for s in streams]))
+
+
+def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs) -> tuple:
+    """(ops, operands) of a fused convolution's epilogue: the body's ops besides the
+    convolution, the operands besides x and w as strides over the output."""
+    if op.composition is None:
+        return (), ()
+    body = body_nodes(op.composition, op.operands, in_types, attrs)
+    ops = [_VECTOR_OP.get(b.op.name, b.op.name) for b in body if b.op.name != "conv2d"]
+    extra = [(broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in in_types[2:]]
+    return tuple(ops), tuple(extra)
+
+
+def planned_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, object],
+) -> KernelCost | None:
+    """The cost of gather, pad, pooling and depthwise convolution (None for other ops):
+    each kernel the backend emits for it (prep, counts, main), priced instruction by
+    instruction. Inputs are taken to be row-major in DRAM."""
+    op = REGISTRY[op_name]
+    if op_name == "gather":
+        x, idx = in_types
+        axis = int(attrs["axis"]) % x.rank  # type: ignore[call-overload]
+        pre, post = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1 :])
+        loop = gather_loop(hw, pre, x.shape[axis], post, idx.numel, x.dtype.value)
+        return loop_cycles(hw, loop)
+    if op_name == "pad":
+        widths = pad_widths("pad", in_types[0], attrs["pads"])  # type: ignore[arg-type]
+        first = pad_fills_first(hw, in_types[0], widths)
+        return kernel_cost(hw, pad_streams(in_types[0], widths, first))
+    if op_name in ("max_pool2d", "avg_pool2d"):
+        x = in_types[0]
+        g = window2d(op_name, x, attrs)
+        kind, kernels = "max", []
+        if op_name == "avg_pool2d":
+            counts = g.counts(bool(attrs["count_include_pad"]))
+            if counts.min() != counts.max():
+                kind = "avg_map"
+                kernels.append(kernel_cost(hw, count_streams(g, bool(attrs["count_include_pad"]))))
+            else:
+                kind = "avg"
+        prep, main = window_streams(x, g, out.dtype.itemsize, kind)
+        if prep:
+            kernels.insert(0, kernel_cost(hw, prep))
+        return add_costs([*kernels, kernel_cost(hw, [main])])
+    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
+        return None  # not a grouped convolution: not planned here
+    conv = _conv_of(op, in_types, attrs)
+    if conv is None or not is_depthwise(conv[0], conv[1], conv[2]):
+        return None
+    x, w, cattrs = conv
+    g = conv_window(x, w, cattrs)
+    ops, extra = _epilogue(op, in_types, out, attrs)
+    prep, main = window_streams(
+        x, g, out.dtype.itemsize, "dw", w.shape[0] // x.shape[1], extra, ops
+    )
+    return add_costs([kernel_cost(hw, s) for s in (prep, [main]) if s])
+
+
+def _conv_of(op: OpDef, in_types: Sequence[TensorType], attrs):
+    """(x, w, attributes) of the conv2d an op is or fuses, or None."""
+    if op.name == "conv2d":
+        return in_types[0], in_types[1], attrs
+    if op.composition is None:
+        return None
+    for b in body_nodes(op.composition, op.operands, in_types, attrs):
+        if b.op.name == "conv2d":
+            return b.in_types[0], b.in_types[1], b.attrs
+    return None
+
+
+def group_share(work: KernelWork, groups: int) -> KernelWork:
+    """One group's GEMM of a grouped convolution: N = O/G, a G-th of the work."""
+    return replace(
+        work,
+        n=work.n // groups,
+        macs=work.macs // groups,
+        vector_ops=work.vector_ops // groups,
+        bytes_in=work.bytes_in // groups,
+        bytes_out=work.bytes_out // groups,
+    )
+
+
+def grouped_prep_cost(hw: Hardware, x: TensorType, attrs: Mapping[str, object]) -> KernelCost:
+    """The prep kernel of a grouped convolution's GEMMs: the group-major padded image."""
+    ph, pw = attrs["padding"]  # type: ignore[misc]
+    h, w = x.shape[2] + 2 * ph, x.shape[3] + 2 * pw
+    groups = int(attrs["groups"])  # type: ignore[call-overload]
+    return kernel_cost(hw, nhwc_prep(x.shape, x.dtype.itemsize, (ph, pw), (h, w), groups))

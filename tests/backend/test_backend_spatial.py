@@ -1,0 +1,253 @@
+"""The spatial ops through the backend: simulated == reference for gather (negative and
+out-of-range indices), pad, pooling (padding, ceil mode, dilation), rmsnorm, depthwise
+and grouped convolutions (fused epilogues too); how they lower (the vector unit for
+depthwise, one GEMM per group, an indexed DMA reading only the gathered rows); and the
+cost model against the simulated cycles (the `gather` instruction itself:
+tests/hwsim/test_hwsim_gather.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backend import compile_graph
+from eqsat import spatial_plan as plan
+from eqsat.costs import op_cost
+from eqsat.interpreter import random_bindings
+from eqsat.ir.graph import GraphBuilder
+from eqsat.ir.types import DType, TensorType
+from eqsat.ops.spatial import pad_widths, window2d
+from hwsim import Gather, Kernel, Matmul, Store, load_hardware, simulate
+from tests.backend.helpers import assert_matches, reference, run_backend
+from tests.strategies import op_cases, scaled, single_op_graph
+
+F32, I32 = DType.F32, DType.I32
+SPATIAL_OPS = [
+    "gather",
+    "pad",
+    "max_pool2d",
+    "avg_pool2d",
+    "rmsnorm",
+    "conv2d",
+    "conv2d_bias",
+    "conv2d_bias_relu",
+    "conv2d_bias_add_relu",
+]
+
+
+def _graph(op: str, types, attrs, params=(), consumer: bool = False):
+    b = GraphBuilder(op)
+    args = [b.leaf("param" if k in params else "input", f"a{k}", t) for k, t in enumerate(types)]
+    node = b.add(op, args, attrs, "out")
+    if consumer:  # the kernel writes a scratch value, as inside a model
+        node = b.add("relu", [node], {}, "r")
+    b.output("y", node)
+    return b.graph
+
+
+def _bindings(graph, seed: int) -> dict[str, np.ndarray]:
+    """Random values; i32 inputs (gather indices) around the table's size, so that
+    in-range, negative and out-of-range indices all come up."""
+    rng = np.random.default_rng(seed)
+    out = random_bindings(graph, seed)
+    for _, node in graph.inputs + graph.params:
+        if node.type.dtype is I32:
+            out[str(node.attr("name"))] = rng.integers(-12, 12, node.type.shape).astype(np.int32)
+    return out
+
+
+@pytest.mark.parametrize("op", SPATIAL_OPS)
+def test_simulated_equals_reference(op):
+    @settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        case=op_cases(op), seed=st.integers(0, 2**16), hw=st.sampled_from(["edge", "datacenter"])
+    )
+    def check(case, seed, hw) -> None:
+        graph = single_op_graph(case)
+        bindings = _bindings(graph, seed)
+        got, report, _ = run_backend(graph, hw, bindings)
+        assert_matches(graph, got, reference(graph, bindings))
+        assert report.cycles >= report.roofline_cycles
+
+    check()
+
+
+CASES = [
+    ("gather", [TensorType(F32, (10, 8)), TensorType(I32, (3, 2))], {"axis": 0}),
+    ("gather", [TensorType(DType.I8, (4, 10, 3)), TensorType(I32, (5,))], {"axis": -2}),
+    ("gather", [TensorType(DType.BF16, (4, 10)), TensorType(I32, ())], {"axis": 1}),
+    ("gather", [TensorType(F32, (100,)), TensorType(I32, (20000,))], {"axis": 0}),
+    ("pad", [TensorType(F32, (2, 3, 4))], {"pads": [1, 0, 2, 0, 3, 1], "value": -1.5}),
+    ("pad", [TensorType(DType.I8, (3, 4))], {"pads": [1, 1, 1, 1], "value": 300.0}),
+    ("max_pool2d", [TensorType(F32, (2, 3, 7, 7))], {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]}),
+    ("max_pool2d", [TensorType(DType.I8, (1, 2, 5, 6))], {"kernel": [2, 3], "stride": [2, 2], "ceil_mode": True, "dilation": [2, 1]}),
+    ("max_pool2d", [TensorType(F32, (1, 1, 2, 2))], {"kernel": [1, 1], "stride": [3, 3], "padding": [0, 0, 2, 2], "ceil_mode": True}),
+    ("avg_pool2d", [TensorType(F32, (2, 3, 7, 7))], {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]}),
+    ("avg_pool2d", [TensorType(DType.BF16, (2, 3, 7, 7))], {"kernel": [3, 2], "stride": [2, 3], "padding": [1, 0, 2, 1], "ceil_mode": True, "count_include_pad": True}),
+    ("avg_pool2d", [TensorType(F32, (1, 4, 6, 6))], {"kernel": [3, 3], "dilation": [2, 2], "padding": [2, 1, 0, 2]}),
+    ("rmsnorm", [TensorType(F32, (4, 16)), TensorType(F32, (16,))], {"eps": 1e-6}),
+    ("conv2d", [TensorType(F32, (2, 4, 6, 6)), TensorType(F32, (8, 1, 3, 3))], {"groups": 4, "stride": [2, 2], "padding": [1, 1]}),
+    ("conv2d", [TensorType(F32, (2, 4, 6, 6)), TensorType(F32, (6, 2, 3, 3))], {"groups": 2, "padding": [1, 1]}),
+    ("conv2d_bias_add_relu", [TensorType(F32, (2, 6, 6, 6)), TensorType(F32, (6, 1, 3, 3)), TensorType(F32, (6, 1, 1)), TensorType(F32, (2, 6, 6, 6))], {"groups": 6, "padding": [1, 1]}),
+    ("conv2d_bias_relu", [TensorType(DType.BF16, (2, 6, 5, 5)), TensorType(DType.BF16, (9, 2, 3, 3)), TensorType(DType.BF16, (9, 1, 1))], {"groups": 3, "stride": [1, 2]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("op", "types", "attrs"), CASES, ids=[f"{c[0]}-{k}" for k, c in enumerate(CASES)]
+)
+@pytest.mark.parametrize("hw", ["edge", "datacenter"])
+@pytest.mark.parametrize("params", [(), (1,)])
+def test_hand_picked_cases_simulate_like_the_reference(op, types, attrs, hw, params):
+    graph = _graph(op, types, attrs, params=params, consumer=bool(params))
+    bindings = _bindings(graph, 1)
+    got, _, _ = run_backend(graph, hw, bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+
+
+def _instrs(compiled):
+    """(kernel name, instruction) for every instruction."""
+    name = None
+    for ins in compiled.program.instrs:
+        if isinstance(ins, Kernel):
+            name = ins.name
+            continue
+        yield name, ins
+
+
+def test_depthwise_runs_on_the_vector_unit_and_groups_run_one_gemm_each():
+    hw = load_hardware("edge")
+    x, dw = TensorType(F32, (1, 8, 6, 6)), TensorType(F32, (8, 1, 3, 3))
+    depthwise = compile_graph(_graph("conv2d", [x, dw], {"groups": 8, "padding": [1, 1]}), hw)
+    assert not any(isinstance(ins, Matmul) for _, ins in _instrs(depthwise))
+    grouped = _graph("conv2d", [x, TensorType(F32, (12, 2, 3, 3))], {"groups": 4})
+    compiled = compile_graph(grouped, hw)
+    with_matmul = {name for name, ins in _instrs(compiled) if isinstance(ins, Matmul)}
+    assert with_matmul == {f"conv2d.out.g{j}" for j in range(4)}
+
+
+def test_gather_reads_only_the_gathered_rows_and_clamps():
+    table, idx = TensorType(F32, (1000, 64)), TensorType(I32, (2, 8))
+    graph = _graph("gather", [table, idx], {"axis": 0}, params=(0,))
+    indices = np.array([[0, 999, -1, -1000, 1000, 5000, -5000, 3]] * 2, np.int32)
+    bindings = {"a0": np.random.default_rng(0).standard_normal((1000, 64)).astype(np.float32)}
+    bindings["a1"] = indices
+    got, report, compiled = run_backend(graph, "edge", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    rows = bindings["a0"][[0, 999, 999, 0, 999, 999, 0, 3] * 2]
+    np.testing.assert_array_equal(got["y"].reshape(16, 64), rows)
+    gathers = [ins for _, ins in _instrs(compiled) if isinstance(ins, Gather)]
+    assert gathers and all(g.src.buffer == "a0" for g in gathers)
+    # the index bytes and the 16 rows, nothing else of the 256 KB table
+    assert report.dram_bytes_read == 16 * 4 + 16 * 64 * 4
+    assert op_cost(
+        load_hardware("edge"), "gather", [table, idx], graph.nodes[2].type, {"axis": 0}
+    ).dram_bytes == (16 * 4 + 2 * 16 * 64 * 4)
+
+
+# ------------------------------------------------------------------ cost model
+
+# Representative layers: a ResNet stem pool, 2x2 pools, global average pooling, a
+# ceil-mode pool with uneven windows, MobileNet depthwise layers (stride 1 and 2, fused
+# bias and relu), grouped convolutions (ResNeXt-like), an embedding lookup, padding.
+FIDELITY = [
+    ("max_pool2d", [TensorType(F32, (4, 64, 56, 56))], {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]}, ()),
+    ("max_pool2d", [TensorType(F32, (4, 64, 28, 28))], {"kernel": [2, 2], "stride": [2, 2]}, ()),
+    ("avg_pool2d", [TensorType(F32, (4, 64, 28, 28))], {"kernel": [3, 3], "padding": [1, 1, 1, 1]}, ()),
+    ("avg_pool2d", [TensorType(F32, (4, 256, 7, 7))], {"kernel": [7, 7]}, ()),
+    ("avg_pool2d", [TensorType(F32, (2, 32, 15, 15))], {"kernel": [3, 3], "stride": [2, 2], "ceil_mode": True}, ()),
+    ("conv2d", [TensorType(F32, (4, 64, 28, 28)), TensorType(F32, (64, 1, 3, 3))], {"groups": 64, "padding": [1, 1]}, (1,)),
+    ("conv2d", [TensorType(F32, (4, 64, 28, 28)), TensorType(F32, (64, 1, 3, 3))], {"groups": 64, "padding": [1, 1], "stride": [2, 2]}, (1,)),
+    ("conv2d_bias_relu", [TensorType(F32, (4, 96, 14, 14)), TensorType(F32, (96, 1, 3, 3)), TensorType(F32, (96, 1, 1))], {"groups": 96, "padding": [1, 1]}, (1, 2)),
+    ("conv2d", [TensorType(F32, (4, 64, 28, 28)), TensorType(F32, (64, 16, 3, 3))], {"groups": 4, "padding": [1, 1]}, (1,)),
+    ("conv2d", [TensorType(F32, (4, 32, 28, 28)), TensorType(F32, (64, 16, 3, 3))], {"groups": 2, "padding": [1, 1]}, (1,)),
+    ("gather", [TensorType(F32, (1000, 64)), TensorType(I32, (4, 128))], {"axis": 0}, (0,)),
+    ("gather", [TensorType(F32, (30522, 768)), TensorType(I32, (1, 128))], {"axis": 0}, (0,)),
+    ("gather", [TensorType(F32, (8, 100, 16)), TensorType(I32, (50,))], {"axis": 1}, (0,)),
+    ("pad", [TensorType(F32, (4, 64, 28, 28))], {"pads": [0, 0, 1, 1, 0, 0, 1, 1]}, ()),
+    ("pad", [TensorType(F32, (8, 128, 256))], {"pads": [0, 2, 0, 0, 3, 0], "value": -1.0}, ()),
+    ("rmsnorm", [TensorType(F32, (512, 768)), TensorType(F32, (768,))], {}, (1,)),
+]  # fmt: skip
+# Bounds on |model - sim| / sim: the window, gather and pad kernels are priced
+# instruction by instruction; a grouped convolution's GEMMs by the GEMM model.
+TOLERANCE = {"conv2d": 0.2, "default": 0.16}
+
+
+def fidelity(hw_name: str, op: str, types, attrs, params) -> tuple[int, int]:
+    hw = load_hardware(hw_name)
+    graph = _graph(op, types, attrs, params=params, consumer=True)
+    compiled = compile_graph(graph, hw)
+    result = simulate(
+        compiled.program, hw, compiled.feeds(random_bindings(graph, 0)), check_races=False
+    )
+    spans = {k.name: k.cycles for k in result.report.kernels}
+    node = next(i for i, n in graph if n.name == "out")
+    sim = sum(spans[k.name] for k in compiled.kernels if k.node == node)
+    n = graph.nodes[node]
+    return op_cost(hw, op, types, n.type, n.attr_dict).cycles, sim
+
+
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+@pytest.mark.parametrize(
+    ("op", "types", "attrs", "params"),
+    FIDELITY,
+    ids=[f"{c[0]}-{k}" for k, c in enumerate(FIDELITY)],
+)
+def test_cost_model_predicts_the_simulated_cycles(hw_name, op, types, attrs, params):
+    model, sim = fidelity(hw_name, op, types, attrs, params)
+    error = (model - sim) / sim
+    bound = (
+        TOLERANCE["conv2d"]
+        if op == "conv2d" and attrs["groups"] < types[0].shape[1]
+        else TOLERANCE["default"]
+    )
+    assert abs(error) <= bound, f"model {model}, simulated {sim}: {error:+.1%}"
+
+
+def _main_stores(compiled, name: str) -> int:
+    return sum(1 for k, ins in _instrs(compiled) if k == name and isinstance(ins, Store))
+
+
+@pytest.mark.parametrize(
+    ("op", "x", "attrs"),
+    [
+        (
+            "max_pool2d",
+            (2, 16, 13, 13),
+            {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]},
+        ),
+        ("max_pool2d", (2, 16, 12, 12), {"kernel": [2, 2]}),
+        ("avg_pool2d", (2, 40, 9, 9), {"kernel": [3, 3], "stride": [2, 2], "ceil_mode": True}),
+        ("pad", (3, 5, 7), {"pads": [0, 1, 2, 1, 0, 3]}),
+        ("pad", (4, 32, 28, 28), {"pads": [0, 0, 1, 1, 0, 0, 1, 1]}),
+        ("pad", (8, 64, 96), {"pads": [0, 2, 0, 0, 3, 0]}),
+    ],
+)
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+def test_the_plan_counts_the_tiles_the_backend_emits(op, x, attrs, hw_name):
+    """The cost model's restatement of the streaming kernel's tiling (spatial_plan)
+    gives the same number of tiles (one store each) as the backend's."""
+    hw = load_hardware(hw_name)
+    t = TensorType(F32, x)
+    compiled = compile_graph(_graph(op, [t], attrs, consumer=True), hw)
+    if op == "pad":
+        widths = pad_widths("pad", t, attrs["pads"])
+        streams = plan.pad_streams(t, widths, plan.pad_fills_first(hw, t, widths))
+        planned = sum(plan.stream_loop(hw, s).steps for s in streams)
+    else:
+        bound = {
+            "ceil_mode": False,
+            "stride": [1, 1],
+            "padding": [0, 0, 0, 0],
+            "dilation": [1, 1],
+            **attrs,
+        }
+        g = window2d(op, t, bound)
+        kind = "max" if op == "max_pool2d" else "avg"
+        if op == "avg_pool2d" and g.counts(False).min() != g.counts(False).max():
+            kind = "avg_map"
+        _, main = plan.window_streams(t, g, 4, kind)
+        planned = plan.stream_loop(hw, main).steps
+    assert _main_stores(compiled, f"{op}.out") == planned
