@@ -1,0 +1,188 @@
+"""ONNX graphs written by hand with onnx.helper, as exporters other than torch write
+them: several opsets, shape subgraphs feeding Reshape, causal and padding masks
+through Where, depthwise convolutions, pooling with padding, Gemm with transB. Each
+runs (reference interpreter) and simulates (hwsim) to ONNX Runtime's results, at
+sizes of its dynamic axes drawn by hypothesis."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from backend import compile_graph
+from eqsat.fold import fold_constants
+from eqsat.verify.onnxruntime import normwise_error, onnx_feeds
+from frontend import check_model
+from frontend.onnx import import_onnx
+from hwsim import load_hardware, simulate
+from tests.onnx.helpers import TOLERANCE, eqsat_run, ort_run
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+RNG = np.random.default_rng(0)
+
+
+def _init(name: str, shape, scale: float = 0.3) -> onnx.TensorProto:
+    return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _const(name: str, values, dtype=np.int64) -> onnx.NodeProto:
+    value = numpy_helper.from_array(np.asarray(values, dtype=dtype), name + "_v")
+    return helper.make_node("Constant", [], [name], value=value)
+
+
+def cnn(opset: int) -> onnx.ModelProto:
+    """Conv -> BN -> ReLU6 (Clip) -> depthwise conv (group=C) -> pools -> Gemm(transB)."""
+    c, k = 8, 10
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["c1", "g", "be", "m", "v"], ["bn"], epsilon=1e-3),
+        _const("lo", 0.0, np.float32),
+        _const("hi", 6.0, np.float32),
+        helper.make_node("Clip", ["bn", "lo", "hi"], ["r6"]),
+        helper.make_node(
+            "Conv", ["r6", "wd"], ["dw"], group=c, pads=[1, 0, 1, 2], kernel_shape=[3, 3]
+        ),
+        helper.make_node(
+            "MaxPool", ["dw"], ["mp"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
+        ),
+        helper.make_node(
+            "AveragePool",
+            ["mp"],
+            ["ap"],
+            kernel_shape=[2, 2],
+            pads=[0, 0, 1, 1],
+            count_include_pad=0,
+        ),
+        helper.make_node("GlobalAveragePool", ["ap"], ["gp"]),
+        helper.make_node("Flatten", ["gp"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, alpha=0.5),
+    ]
+    inits = [
+        _init("w1", (c, 3, 3, 3)),
+        _init("b1", (c,)),
+        numpy_helper.from_array(RNG.uniform(0.5, 1.5, c).astype(np.float32), "g"),
+        _init("be", (c,)),
+        _init("m", (c,)),
+        numpy_helper.from_array(RNG.uniform(0.5, 1.5, c).astype(np.float32), "v"),
+        _init("wd", (c, 1, 3, 3)),
+        _init("wf", (k, c)),
+        _init("bf", (k,)),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", k])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def attention(opset: int) -> onnx.ModelProto:
+    """One attention head over [B, S, D] with the shape arithmetic exporters write: the
+    head reshape from Shape/Gather/Concat, a causal mask from Range/Less/Where, and a
+    padding mask (int64 input) through Cast/Sub/Mul."""
+    d, h = 16, 2
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        _const("i0", 0),
+        _const("i1", 1),
+        helper.make_node("Gather", ["shape", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["shape", "i1"], ["s"], axis=0),
+        _const("ax0", [0]),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Unsqueeze", ["s", "ax0"], ["s1"]),
+        _const("heads", [h, d // h]),
+        helper.make_node("Concat", ["b1", "s1", "heads"], ["tgt"], axis=0),
+        helper.make_node("MatMul", ["x", "wq"], ["q0"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k0"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v0"]),
+        helper.make_node("Reshape", ["q0", "tgt"], ["q1"]),
+        helper.make_node("Reshape", ["k0", "tgt"], ["k1"]),
+        helper.make_node("Reshape", ["v0", "tgt"], ["v1"]),
+        helper.make_node("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k1"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["q", "kt"], ["sc0"]),
+        _const("scale", 1.0 / np.sqrt(d // h), np.float32),
+        helper.make_node("Mul", ["sc0", "scale"], ["sc1"]),
+        # causal mask: key position j > query position i is masked
+        _const("zero", 0),
+        _const("one", 1),
+        helper.make_node("Range", ["zero", "s", "one"], ["pos"]),
+        _const("ax1", [1]),
+        helper.make_node("Unsqueeze", ["pos", "ax1"], ["row"]),
+        helper.make_node("Less", ["row", "pos"], ["future"]),
+        _const("neg", -1e9, np.float32),
+        helper.make_node("Where", ["future", "neg", "sc1"], ["sc2"]),
+        # padding mask [B, S] of 0/1 -> additive [B, 1, 1, S]
+        helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+        _const("onef", 1.0, np.float32),
+        helper.make_node("Sub", ["onef", "mf"], ["inv"]),
+        helper.make_node("Mul", ["inv", "neg"], ["add0"]),
+        _const("ax12", [1, 2]),
+        helper.make_node("Unsqueeze", ["add0", "ax12"], ["add1"]),
+        helper.make_node("Add", ["sc2", "add1"], ["sc3"]),
+        helper.make_node("Softmax", ["sc3"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o0"]),
+        helper.make_node("Transpose", ["o0"], ["o1"], perm=[0, 2, 1, 3]),
+        _const("flat", [0, 0, -1]),
+        helper.make_node("Reshape", ["o1", "flat"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", d]),
+            helper.make_tensor_value_info("mask", TensorProto.INT64, ["B", "S"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", d])],
+        [_init("wq", (d, d)), _init("wk", (d, d)), _init("wv", (d, d))],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _simulated(imported, feeds, dims) -> dict:
+    graph = fold_constants(check_model(imported.model, dims, imported.arrays))
+    params = {k: v for k, v in imported.arrays.items() if k in graph.bound_names()}
+    bindings = {**imported.feeds(feeds), **params}
+    hw = load_hardware("edge")
+    compiled = compile_graph(graph, hw)
+    result = simulate(compiled.program, hw, compiled.feeds(bindings))
+    return imported.results(compiled.results(result.outputs))
+
+
+def check(model: onnx.ModelProto, dims: dict, symbolic: bool) -> None:
+    onnx.checker.check_model(model)
+    feeds = onnx_feeds(model, dims, seed=sum(dims.values()))
+    want = ort_run(model, feeds)
+    imported = import_onnx(model, None if symbolic else dims, symbolic=symbolic)
+    run_dims = dims if symbolic else None
+    for got in (eqsat_run(imported, feeds, run_dims), _simulated(imported, feeds, run_dims)):
+        for name in want:
+            assert normwise_error(got[name], want[name]) < TOLERANCE, name
+
+
+@pytest.mark.parametrize("opset", [13, 17, 21])
+@settings(max_examples=3, deadline=None)
+@given(n=st.integers(1, 3), symbolic=st.booleans())
+def test_cnn(opset, n, symbolic):
+    check(cnn(opset), {"N": n}, symbolic)
+
+
+@pytest.mark.parametrize("opset", [13, 17, 21])
+@settings(max_examples=3, deadline=None)
+@given(b=st.integers(1, 3), s=st.integers(1, 12), symbolic=st.booleans())
+def test_attention(opset, b, s, symbolic):
+    check(attention(opset), {"B": b, "S": s}, symbolic)
+
+
+def test_attention_stays_symbolic():
+    imported = import_onnx(attention(17))
+    assert set(imported.dims) == {"B", "S"} and not imported.fixed
+    text = imported.text()
+    assert "iota(shape=[S]" in text and "shape=[B, S, 2, 8]" in text
