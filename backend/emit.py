@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from eqsat.spatial_plan import ALIGN  # bytes; every tile starts on a 64-byte boundary
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 from hwsim.isa import DramRef, Instr, Kernel, Load, Store, Tile
 
 from .errors import BackendError
-
-ALIGN = 64  # bytes; every tile starts on a 64-byte boundary
 
 
 class KernelBuilder:

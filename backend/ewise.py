@@ -8,12 +8,16 @@ Tile space: the output's axes after coalescing (axes every view walks as one mer
 columns run along the output's unit-stride axis so stores are contiguous, rows along
 the axis that makes the most transposed operands loadable (else the next-innermost).
 Tiles are sized like the cost model's chunks (in + out bytes <= SRAM / 4 per step)
-and to fit SRAM with both slots and the intermediates.
+and by the bytes per element of both slots and the intermediates, then shrunk until
+every tile the kernel allocates fits what is left of SRAM (fits_sram: broadcast rows,
+the zero tiles and their extra row, 64-byte alignment; eqsat/spatial_plan.py
+stream_tile sizes the same tiles for the cost model).
 """
 
 from __future__ import annotations
 
 from eqsat.ir.strides import coalesce
+from eqsat.spatial_plan import largest_fitting
 from hwsim.dtypes import ITEMSIZE
 
 from .emit import KernelBuilder, Pipeline, sub
@@ -60,6 +64,29 @@ def tile_shape(space: Space, elements: int, ops: list[Operand]) -> tuple[int, in
     return rt, ct
 
 
+def fits_sram(
+    kb: KernelBuilder,
+    space: Space,
+    expr: Expr,
+    ops: list[Operand],
+    out_dtype: str,
+    zero: Operand | None,
+    tile: tuple[int, int],
+) -> bool:
+    """Do all the tiles emit_ewise allocates for `tile` (operand slots, intermediates,
+    output slots, zeros) fit the SRAM kernel `kb` has left? Tried on a copy of its
+    allocator."""
+    probe = KernelBuilder(kb.hw, kb.name, kb.tag)
+    probe.top = dict(kb.top)
+    try:
+        tx = TileExpr(probe, space, expr, list(ops), {}, out_dtype, *tile, zero)
+        probe.alloc2(*tile, out_dtype)
+        tx.alloc_zeros()
+    except BackendError:
+        return False
+    return True
+
+
 def emit_ewise(
     kb: KernelBuilder, out: View, expr: Expr, leaves: list[View], zero: Operand | None
 ) -> None:
@@ -70,7 +97,10 @@ def emit_ewise(
     fit = (kb.free_bytes() - MARGIN) // per_elem
     streamed = sum(ITEMSIZE[op.dtype] for op in ops) + out_isz
     model = kb.hw.sram_bytes // 4 // streamed
-    elements = min(fit, model)
+    elements = largest_fitting(
+        max(1, min(fit, model)),
+        lambda e: fits_sram(kb, space, expr, ops, out.dtype, zero, tile_shape(space, e, ops)),
+    )
     if elements < 1:
         raise BackendError(f"kernel {kb.name}: not even one element fits SRAM")
     rt, ct = tile_shape(space, elements, ops)

@@ -15,6 +15,7 @@ a load: one element of any DRAM buffer loaded into a larger tile.
 
 from __future__ import annotations
 
+from eqsat.spatial_plan import ZERO_ISZ
 from hwsim.dtypes import ITEMSIZE, is_float
 from hwsim.isa import Binary, Instr, Requantize, Select, Tile, Transpose, Unary
 
@@ -186,22 +187,31 @@ class TileExpr:
 
     # ------------------------------------------------------------------ emission
 
-    def prologue(self, pipe: Pipeline) -> None:
-        """Make the zero tiles this expression needs (once per kernel)."""
+    def alloc_zeros(self) -> Tile | None:
+        """Allocate the zero tiles this expression needs: the tile one element of the
+        zero source is loaded into, rt + 1 rows (the zeros are rows 1..rt) of ZERO_ISZ
+        bytes an element whatever the source's dtype (tiles do not depend on which
+        input is the zero source; eqsat/spatial_plan.py stream_tiles), then one rt x ct
+        tile per kind. Returns that load tile (None: no zeros needed)."""
         if not self.zero_kinds:
-            return
+            return None
         if self.zero_op is None:
             raise AssertionError("expression needs zeros but the kernel has no zero source")
-        src_dtype = self.zero_op.dtype
-        raw = self.kb.alloc(self.rt + 1, self.ct, src_dtype)
+        dtype = self.zero_op.dtype
+        raw = self.kb.alloc(self.rt + 1, self.ct * ZERO_ISZ // ITEMSIZE[dtype], dtype)
+        for kind in sorted(self.zero_kinds):
+            self.zeros[kind] = self.kb.alloc(self.rt, self.ct, kind)
+        return raw
+
+    def prologue(self, pipe: Pipeline) -> None:
+        """Make the zero tiles this expression needs (once per kernel)."""
+        raw = self.alloc_zeros()
+        if raw is None:
+            return
+        assert self.zero_op is not None
         pipe.load("z", [(raw, dram(self.zero_op, self.zero_op.offset, 1, 1, 1))])
         zsrc = offset_tile(raw, 1, 0, self.rt, self.ct)
-        instrs: list[Instr] = []
-        for kind in sorted(self.zero_kinds):
-            z = self.kb.alloc(self.rt, self.ct, kind)
-            instrs.append(Unary(op="copy", dst=z, src=zsrc))
-            self.zeros[kind] = z
-        pipe.compute(instrs)
+        pipe.compute([Unary(op="copy", dst=z, src=zsrc) for _, z in sorted(self.zeros.items())])
 
     def loads(self, pos: Pos, slot: int) -> list[tuple[Tile, object]]:
         out = []

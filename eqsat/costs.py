@@ -130,6 +130,8 @@ def op_cost(
 ) -> KernelCost | None:
     planned = planned_cost(hw, op_name, in_types, out, attrs)
     if planned is not None:  # gather, pad, pooling, depthwise convolution
+        if not planned.feasible:  # no tile fits SRAM: extraction must take another form
+            return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
         return planned
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None:

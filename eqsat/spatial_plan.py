@@ -20,8 +20,9 @@ grouped convolutions run one GEMM per group.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eqsat.ir.strides import Strides, broadcast_strides, coalesce, row_major
@@ -35,6 +36,8 @@ from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
 NCHW, NHWC = "nchw", "nhwc"
+ALIGN = 64  # bytes: every SRAM tile a kernel allocates starts on this boundary
+ZERO_ISZ = 4  # bytes an element of the tile zeros are loaded into, whatever its dtype
 
 
 def is_depthwise(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> bool:
@@ -103,8 +106,13 @@ def gather_plan(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -
 # ----------------------------------------------------------------- tile loops
 # The streaming kernel's tiling (backend/ewise.py make_space and tile_shape,
 # backend/tileexpr.py leaf_class and bytes_per_element), restated on plain strides so
-# that the cost model counts the instructions the backend emits. tests/backend/
-# test_backend_spatial.py checks that both give the same number of tiles.
+# that the cost model counts the instructions the backend emits. Tiles shrink until
+# every SRAM tile the kernel allocates fits (stream_tiles; the backend checks the same
+# on its allocator, ewise.fits_sram). A pass is priced by running its steps through
+# the queues, channel and DMA engines of the simulator (Queues), so that short loops
+# (a few channels of a small image) cost their latencies, not a steady state.
+# tests/backend/test_backend_spatial.py checks that both give the same tiles and
+# cycles close to the simulated ones.
 
 FULL, ROW, COL, TR = "full", "row", "col", "tr"
 
@@ -150,13 +158,57 @@ class Stream:
     out_isz: int
     leaves: tuple[tuple[Strides, int], ...] = ()
     ops: tuple[str, ...] = ("copy",)
-    intermediates: int = 0
+    intermediates: int = 0  # f32 or i32 tiles
     zero: bool = False  # needs a zero tile (an immediate root, a broadcast root)
 
 
-def stream_loop(hw: Hardware, s: Stream) -> LoopWork:
-    """The instructions of one streaming pass, summed (backend/ewise.py emit_ewise)."""
-    cshape, cstr, row, col = stream_space(s.shape, s.out, [st for st, _ in s.leaves])
+def tiles_end(tiles: Iterable[tuple[int, int, int]]) -> int:
+    """Where the last of `tiles` (rows, cols, item size) ends when a kernel allocates
+    them one after another from address 0, each on an ALIGN-byte boundary: the SRAM
+    they need (backend/emit.py KernelBuilder.alloc)."""
+    end = 0
+    for rows, cols, isz in tiles:
+        end = -(-end // ALIGN) * ALIGN + rows * cols * isz
+    return end
+
+
+def largest_fitting(elements: int, fits: Callable[[int], bool]) -> int:
+    """The elements per tile a streaming kernel uses: `elements` if that tile fits,
+    else the largest smaller size bisection finds that does; 0 if not even one does."""
+    if fits(elements):
+        return elements
+    if elements <= 1 or not fits(1):
+        return 0
+    lo, hi = 1, elements
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def stream_tiles(s: Stream, cstr, row: int, col: int, rt: int, ct: int) -> list[tuple]:
+    """The SRAM tiles (rows, cols, item size) emit_ewise allocates for rt x ct tiles, in
+    order: two slots per operand (and a transposed copy of a `tr` one), the
+    intermediates, two output slots, then the zero tiles (backend/tileexpr.py TileExpr:
+    a load tile of rt + 1 rows of ZERO_ISZ bytes an element and one 4-byte zero tile)."""
+    dims = {FULL: (rt, ct), ROW: (1, ct), COL: (rt, 1), TR: (ct, rt)}
+    tiles: list[tuple] = []
+    for st, (_, isz) in zip(cstr[1:], s.leaves, strict=True):
+        cls = leaf_class(st[row], st[col], rt, ct)
+        tiles += [(*dims[cls], isz)] * 2  # type: ignore[index]
+        if cls == TR:
+            tiles.append((rt, ct, isz))
+    tiles += [(rt, ct, 4)] * s.intermediates
+    tiles += [(rt, ct, s.out_isz)] * 2
+    if s.zero:
+        tiles += [(rt + 1, ct, ZERO_ISZ), (rt, ct, 4)]
+    return tiles
+
+
+def stream_tile(hw: Hardware, s: Stream, cshape, cstr, row: int, col: int) -> tuple[int, int]:
+    """(rows, cols) of the tiles of a streaming pass (backend/ewise.py emit_ewise): sized
+    like the cost model's chunks and by bytes per element, then shrunk until every
+    tile the kernel allocates fits SRAM; (0, 0) when not even one element does."""
     sizes = [isz for _, isz in s.leaves]
     resident = sum(
         2 * isz + (isz if st[col] != 1 else 0)
@@ -166,46 +218,278 @@ def stream_loop(hw: Hardware, s: Stream) -> LoopWork:
     per_elem = resident + 4 * s.intermediates + 2 * s.out_isz + 8
     fit = (hw.sram_bytes - 1024) // per_elem
     model = hw.sram_bytes // 4 // (sum(sizes) + s.out_isz)
-    elements = max(1, min(fit, model))
-    rows, cols = cshape[row], cshape[col]
-    ct = max(1, min(cols, elements))
-    rt = max(1, min(rows, elements // ct))
-    if any(leaf_class(st[row], st[col], rt, ct) is None for st in cstr[1:]):
-        rt = 1
+
+    def shape(elements: int) -> tuple[int, int]:
+        ct = max(1, min(cshape[col], elements))
+        rt = max(1, min(cshape[row], elements // ct))
+        if any(leaf_class(st[row], st[col], rt, ct) is None for st in cstr[1:]):
+            rt = 1
+        return rt, ct
+
+    def fits(elements: int) -> bool:
+        tiles = stream_tiles(s, cstr, row, col, *shape(elements))
+        return tiles_end(tiles) <= hw.sram_bytes
+
+    elements = largest_fitting(max(1, min(fit, model)), fits)
+    return shape(elements) if elements else (0, 0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tile of a streaming pass as the queues see it: the queue cycles of each of
+    its loads, its compute cycles, the queue cycles of its store (timing.dma_cycles),
+    and its DRAM transfer cycles and bytes."""
+
+    loads: tuple[int, ...]
+    compute: int
+    store: int
+    transfer: int
+    dram_bytes: int
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """`body` (steps and repeats) `count` times over."""
+
+    count: int
+    body: tuple
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """The tiles of a streaming pass in the order the backend emits them, and the
+    prologue making its zero tiles (the load and the copies), if it needs them. When
+    not even a one-element tile fits SRAM (`fits` False), one-element tiles: the
+    backend refuses such a pass."""
+
+    tile: tuple[int, int]
+    order: Repeat
+    zero: tuple[int, int] | None
+    fits: bool = True
+
+
+def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
+    """backend/ewise.py emit_ewise's loop: outer axes, then row tiles, then column
+    tiles (backend/space.py Space.positions); edge tiles are the last of each axis."""
+    cshape, cstr, row, col = stream_space(s.shape, s.out, [st for st, _ in s.leaves])
+    tile = stream_tile(hw, s, cshape, cstr, row, col)
+    rt, ct = max(1, tile[0]), max(1, tile[1])
     classes = [leaf_class(st[row], st[col], rt, ct) for st in cstr[1:]]
+
+    def step(rn: int, cn: int) -> Step:
+        elements = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}
+        loads = [elements[c] * isz for c, (_, isz) in zip(classes, s.leaves, strict=True)]  # type: ignore[index]
+        compute = sum(timing.vector_cycles(hw, rn * cn, "transpose") for c in classes if c == TR)
+        compute += sum(timing.vector_cycles(hw, rn * cn, op) for op in s.ops)
+        out = rn * cn * s.out_isz
+        transfer = sum(timing.dma_transfer_cycles(hw, n) for n in [*loads, out])
+        queue = tuple(timing.dma_cycles(hw, n) for n in loads)
+        return Step(queue, compute, timing.dma_cycles(hw, out), transfer, sum(loads) + out)
+
+    def axis(total: int, tile: int, body) -> tuple:
+        return tuple(Repeat(count, body(size)) for size, count in _splits(total, tile))
+
+    def row_body(rn: int) -> tuple:
+        return axis(cshape[col], ct, lambda cn: (step(rn, cn),))
+
     outer = math.prod(d for a, d in enumerate(cshape) if a not in (row, col))
-    steps = compute = loads = load_cycles = transfer = store_cycles = dram = 0
-    floor = 0.0
-    for rn, rc in _splits(rows, rt):
-        for cn, cc in _splits(cols, ct):
-            count = outer * rc * cc
-            lq = lx = c = 0
-            for cls, isz in zip(classes, sizes, strict=True):
-                n = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}[cls] * isz  # type: ignore[index]
-                lq += timing.dma_cycles(hw, n)
-                lx += timing.dma_transfer_cycles(hw, n)
-                dram += count * n
-                if cls == TR:
-                    c += timing.vector_cycles(hw, rn * cn, "transpose")
-            c += sum(timing.vector_cycles(hw, rn * cn, op) for op in s.ops)
-            n = rn * cn * s.out_isz
-            sq, sx = timing.dma_cycles(hw, n), timing.dma_transfer_cycles(hw, n)
-            dram += count * n
-            floor += count * step_cycles(hw, c, len(sizes), lq, lx, sq, sx)
-            loads += count * len(sizes)
-            load_cycles += count * lq
-            store_cycles += count * sq
-            transfer += count * (lx + sx)
-            compute += count * c
-            steps += count
-    if s.zero:  # the zero tile: one element loaded into a padded tile, copied out
-        loads += 1
-        load_cycles += timing.dma_cycles(hw, 4)
-        transfer += timing.dma_transfer_cycles(hw, 4)
-        compute += timing.vector_cycles(hw, rt * ct, "copy")
+    order = Repeat(outer, axis(cshape[row], rt, row_body))
+    zero = None
+    if s.zero:  # one element loaded into a padded tile, copied out
+        zero = (timing.dma_cycles(hw, 4), timing.vector_cycles(hw, rt * ct, "copy"))
+    return StreamPlan((rt, ct), order, zero, tile != (0, 0))
+
+
+def _walk(item, fn) -> None:
+    """Call fn(step, times) for every step of a Repeat tree (times: how often)."""
+
+    def go(x, times: int) -> None:
+        if isinstance(x, Step):
+            fn(x, times)
+            return
+        for y in x.body:
+            go(y, times * x.count)
+
+    go(item, 1)
+
+
+def stream_loop(hw: Hardware, s: Stream) -> LoopWork:
+    """The instructions of one streaming pass (backend/ewise.py emit_ewise), summed."""
+    return plan_loop(hw, stream_plan(hw, s))
+
+
+def plan_loop(hw: Hardware, plan: StreamPlan) -> LoopWork:
+    """A stream plan's instructions, summed (its cycles: plan_cycles)."""
+    t = dict.fromkeys(("steps", "compute", "loads", "lq", "sq", "transfer", "dram"), 0)
+
+    def add(st: Step, times: int) -> None:
+        for key, n in (
+            ("steps", 1),
+            ("compute", st.compute),
+            ("loads", len(st.loads)),
+            ("lq", sum(st.loads)),
+            ("sq", st.store),
+            ("transfer", st.transfer),
+            ("dram", st.dram_bytes),
+        ):
+            t[key] += times * n
+
+    _walk(plan.order, add)
+    if plan.zero is not None:
+        load, copy = plan.zero
+        t["loads"] += 1
+        t["lq"] += load
+        t["transfer"] += load - hw.issue_cycles
+        t["compute"] += copy
     return LoopWork(
-        steps, compute, loads, load_cycles, steps, store_cycles, transfer, dram, 1, math.ceil(floor)
+        t["steps"], t["compute"], t["loads"], t["lq"], t["steps"], t["sq"], t["transfer"], t["dram"]
     )
+
+
+SETTLE = 48  # iterations of a loop body simulated, at most, before its pace is extrapolated
+PERIODS = 6  # the longest period looked for in the durations of a loop's iterations
+
+
+class Queues:
+    """hwsim's load, compute and store queues, DRAM channel and DMA engines (hwsim/
+    simulator.py) running a streaming pass step by step, as backend/emit.py's Pipeline
+    orders it: a step's first load waits until compute is done with the step two back
+    (its input slot); its compute until its loads landed and the store of the step two
+    back landed (its output slot); its store until its compute is done. A store goes
+    out only before a load that would start later (the simulator's queue order breaks
+    ties in favour of loads)."""
+
+    def __init__(self, hw: Hardware) -> None:
+        self.hw = hw
+        self.load = self.compute = self.store = self.channel = 0.0
+        self.inflight: list[float] = []  # when the DMAs in flight land
+        self.loaded: list[tuple[Step, float]] = []  # loads issued (landing), not computed
+        self.pending: list[tuple[int, float]] = []  # stores not issued: cycles, ready
+        self.landed: list[float] = []  # when the stores issued landed, the last three
+        self.computed = self.issued = 0  # steps computed, stores issued
+
+    def start(self, ready: float) -> float:
+        """When a DMA ready at `ready` gets the channel and an engine
+        (simulator._dma_start)."""
+        t = max(ready, self.channel - self.hw.issue_cycles)
+        busy = sorted(d for d in self.inflight if d > t)
+        if len(busy) >= self.hw.dma_engines:
+            t = busy[len(busy) - self.hw.dma_engines]
+        return t
+
+    def dma(self, start: float, cycles: int) -> tuple[float, float]:
+        """(queue free, landing) of a DMA that starts at `start` (see start())."""
+        self.channel = start + cycles
+        landing = self.channel + self.hw.dram_latency_cycles
+        self.inflight = [d for d in self.inflight if d > start] + [landing]
+        return self.channel, landing
+
+    def prologue(self, load: int, copy: int) -> None:
+        """The zero tiles: one load, then the copies once it landed."""
+        self.load, landing = self.dma(self.start(0.0), load)
+        self.compute = landing + copy
+
+    def step(self, st: Step) -> None:
+        """The next step: its loads go out once the step two back is computed."""
+        ready = self.load
+        if len(self.loaded) == 2:
+            self._compute()
+            ready = max(ready, self.compute)
+        landing = ready
+        for cycles in st.loads:
+            at = self.start(ready)
+            while self.pending and self.start(self._store_ready()) < at:
+                self._issue_store()
+                at = self.start(ready)
+            ready, done = self.dma(at, cycles)
+            landing = max(landing, done)
+        self.load = ready
+        self.loaded.append((st, landing))
+
+    def _store_ready(self) -> float:
+        return max(self.store, self.pending[0][1])
+
+    def _issue_store(self) -> None:
+        cycles, ready = self.pending.pop(0)
+        self.store, landing = self.dma(self.start(max(self.store, ready)), cycles)
+        self.landed = [*self.landed[-2:], landing]
+        self.issued += 1
+
+    def _compute(self) -> None:
+        """Compute the oldest loaded step (after the store two back landed) and queue
+        its store."""
+        st, landing = self.loaded.pop(0)
+        ready = max(self.compute, landing)
+        if self.computed >= 2:
+            while self.issued < self.computed - 1:
+                self._issue_store()
+            ready = max(ready, self.landed[self.computed - 2 - self.issued])
+        self.compute = ready + st.compute
+        self.computed += 1
+        self.pending.append((st.store, self.compute))
+
+    def drain(self) -> float:
+        """Compute and store what is left; when the last store has landed."""
+        while self.loaded:
+            self._compute()
+        while self.pending:
+            self._issue_store()
+        return self.landed[-1] if self.landed else self.compute
+
+    def shift(self, dt: float) -> None:
+        """Everything `dt` later: the state after more iterations at a steady pace."""
+        self.load, self.compute, self.store = self.load + dt, self.compute + dt, self.store + dt
+        self.channel += dt
+        self.inflight = [d + dt for d in self.inflight]
+        self.loaded = [(st, t + dt) for st, t in self.loaded]
+        self.pending = [(c, t + dt) for c, t in self.pending]
+        self.landed = [t + dt for t in self.landed]
+
+    def run(self, item: Step | Repeat) -> None:
+        """Run steps in order; a repeat's iterations one by one until their durations
+        repeat with a period (the pipeline has settled), then whole periods at once
+        and the rest one by one."""
+        if isinstance(item, Step):
+            self.step(item)
+            return
+        marks = [self.compute]
+        k = 0
+        while k < item.count:
+            period = _period(marks)
+            if period:
+                whole = (item.count - k) // period
+                self.shift(whole * (marks[-1] - marks[-1 - period]))
+                k += whole * period
+                marks = [self.compute]  # the phase is kept: the rest one by one
+                continue
+            for x in item.body:
+                self.run(x)
+            marks.append(self.compute)
+            k += 1
+
+
+def _period(marks: list[float]) -> int:
+    """The shortest period p (up to PERIODS) with which the durations of the last
+    3p + 1 iterations (differences of `marks`) repeat; after SETTLE iterations
+    without one, the longest. 0: not settled yet."""
+    steps = [b - a for a, b in itertools.pairwise(marks)]
+    for p in range(1, PERIODS + 1):
+        window = 3 * p + 1
+        if len(steps) >= window + p and all(
+            abs(steps[-i] - steps[-i - p]) <= 1e-9 * max(1.0, steps[-i])
+            for i in range(1, window + 1)
+        ):
+            return p
+    return PERIODS if len(steps) >= SETTLE else 0
+
+
+def plan_cycles(hw: Hardware, plan: StreamPlan) -> float:
+    """Cycles from a stream's first load to its last store landing."""
+    q = Queues(hw)
+    if plan.zero is not None:
+        q.prologue(*plan.zero)
+    q.run(plan.order)
+    return q.drain()
 
 
 def merge_streams(loops: Sequence[LoopWork]) -> LoopWork:
@@ -316,8 +600,19 @@ def window_streams(
         leaves += [(weight, isz)] * t
         ops = ["mul"] * t + ["add"] * (t - 1) + list(epilogue_ops)
     leaves += list(extra)
-    main = Stream(shape, out, out_isz, tuple(leaves), tuple(ops), t - 1 if kind == "dw" else 0)
+    inter = _intermediates(ops, kind, t, out_isz)
+    main = Stream(shape, out, out_isz, tuple(leaves), tuple(ops), inter)
     return prep, main
+
+
+def _intermediates(ops: Sequence[str], kind: str, taps: int, out_isz: int) -> int:
+    """Tiles a window kernel's expression needs besides the output (backend/tileexpr.py
+    spine): it computes in f32 or i32; into a 4-byte output every op chains through the
+    output tile but the products after the first of a depthwise convolution, into a
+    narrower one (bf16, i8) only the root."""
+    if out_isz < 4:
+        return max(0, len(ops) - 1) if list(ops) != ["copy"] else 0
+    return taps - 1 if kind == "dw" else 0
 
 
 def _split_channels(strides: Strides, mult: int) -> Strides:
@@ -433,8 +728,13 @@ def add_costs(costs: Sequence[KernelCost]) -> KernelCost:
 
 
 def kernel_cost(hw: Hardware, streams: Sequence[Stream]) -> KernelCost:
-    """One kernel made of streams run one after another."""
-    return loop_cycles(hw, merge_streams([stream_loop(hw, s) for s in streams]))
+    """One kernel made of streams run one after another (each waits until the one
+    before has stored everything): the launch plus each stream's timeline; the units'
+    totals as loop_cycles sums them. Infeasible if a stream fits no tile."""
+    plans = [stream_plan(hw, s) for s in streams]
+    totals = loop_cycles(hw, merge_streams([plan_loop(hw, p) for p in plans]))
+    cycles = hw.launch_cycles + sum(plan_cycles(hw, p) for p in plans)
+    return replace(totals, cycles=math.ceil(cycles), feasible=all(p.fits for p in plans))
 
 
 def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs) -> tuple:

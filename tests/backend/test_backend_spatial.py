@@ -7,9 +7,11 @@ tests/hwsim/test_hwsim_gather.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from backend import compile_graph
@@ -18,6 +20,7 @@ from eqsat.costs import op_cost
 from eqsat.interpreter import random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.ops import REGISTRY
 from eqsat.ops.spatial import pad_widths, window2d
 from hwsim import Gather, Kernel, Matmul, Store, load_hardware, simulate
 from tests.backend.helpers import assert_matches, reference, run_backend
@@ -251,3 +254,194 @@ def test_the_plan_counts_the_tiles_the_backend_emits(op, x, attrs, hw_name):
         _, main = plan.window_streams(t, g, 4, kind)
         planned = plan.stream_loop(hw, main).steps
     assert _main_stores(compiled, f"{op}.out") == planned
+
+
+# ------------------------------------------------------------------ fitting SRAM
+
+TINY_SRAM = str(Path(__file__).resolve().parents[1] / "data" / "tiny_sram.toml")
+# Outputs x taps one example may have on each machine: enough for a thousand channels
+# of a small image, few enough instructions that an example simulates in a blink.
+WORK = {"edge": 2**18, TINY_SRAM: 2**15}
+
+
+@st.composite
+def window_cases(draw, hw_name: str):
+    """(op, input types, attributes) of a depthwise convolution (groups = C > 1) or a
+    pooling over 1..1024 channels of a 1..9 square image, kernel 1..7, stride 1..2,
+    padding 0..3 (pooling: at most half the kernel), batch 1..2; the channels bounded
+    by WORK."""
+    op = draw(st.sampled_from(["conv2d", "max_pool2d", "avg_pool2d"]))
+    k, s, p = draw(st.integers(1, 7)), draw(st.integers(1, 2)), draw(st.integers(0, 3))
+    if op != "conv2d":
+        p = min(p, k // 2)
+    side = draw(st.integers(max(1, k - 2 * p), 9))
+    n = draw(st.integers(1, 2))
+    out = (side + 2 * p - k) // s + 1
+    low = 2 if op == "conv2d" else 1
+    c = draw(st.integers(low, max(low, min(1024, WORK[hw_name] // (n * out * out * k * k)))))
+    x = TensorType(F32, (n, c, side, side))
+    if op == "conv2d":
+        attrs = {"groups": c, "stride": [s, s], "padding": [p, p]}
+        return op, [x, TensorType(F32, (c, 1, k, k))], attrs
+    attrs = {"kernel": [k, k], "stride": [s, s], "padding": [p, p, p, p]}
+    if op == "avg_pool2d":
+        attrs["count_include_pad"] = draw(st.booleans())
+    return op, [x], attrs
+
+
+def planned_stores(hw, op: str, types, attrs) -> dict[str, int]:
+    """Tiles (one store each) the plan counts in each kernel of a window op, by
+    kernel-name suffix: the main kernel, the prep, the count map."""
+    x = types[0]
+    bound = REGISTRY[op].bind_attrs(attrs)
+    mult, counts = 1, []
+    if op == "conv2d":
+        g, kind = plan.conv_window(x, types[1], bound), "dw"
+        mult = types[1].shape[0] // x.shape[1]
+    else:
+        g, kind = window2d(op, x, bound), "max" if op == "max_pool2d" else "avg"
+        include_pad = bool(bound.get("count_include_pad"))
+        if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
+            kind, counts = "avg_map", plan.count_streams(g, include_pad)
+    prep, main = plan.window_streams(x, g, x.dtype.itemsize, kind, mult)
+    parts = {"": [main], ".prep": prep, ".count": counts}
+    return {k: sum(plan.stream_loop(hw, s).steps for s in v) for k, v in parts.items() if v}
+
+
+def check_window_kernel(hw_name: str, op: str, types, attrs, seed: int = 0) -> None:
+    """Compiles; simulates like the reference; each kernel stores the tiles the plan
+    counts; the cost model within the fidelity tolerance of the simulated cycles."""
+    hw = load_hardware(hw_name)
+    params = (1,) if op == "conv2d" else ()
+    graph = _graph(op, types, attrs, params=params, consumer=True)
+    bindings = _bindings(graph, seed)
+    got, report, compiled = run_backend(graph, hw_name, bindings, races=False)
+    assert_matches(graph, got, reference(graph, bindings))
+    node = next(i for i, n in graph if n.name == "out")
+    names = [k.name for k in compiled.kernels if k.node == node]
+    stores = {name.removeprefix(f"{op}.out"): _main_stores(compiled, name) for name in names}
+    assert stores == planned_stores(hw, op, types, attrs)
+    spans = {k.name: k.cycles for k in report.kernels}
+    sim = sum(spans[name] for name in names)
+    n = graph.nodes[node]
+    model = op_cost(hw, op, types, n.type, n.attr_dict).cycles
+    assert abs(model - sim) <= TOLERANCE["default"] * sim, f"model {model}, simulated {sim}"
+
+
+@pytest.mark.parametrize("hw_name", ["edge", TINY_SRAM], ids=["edge", "tiny_sram"])
+def test_window_kernels_fit_any_sram_and_cost_what_they_simulate(hw_name):
+    """Many channels of a small image (EfficientNet-B0 at 32x32: 672 channels of 2x2
+    under a 5x5 depthwise kernel) once overflowed SRAM in the prep kernel: its border
+    fills ran whole padded rows of C elements through a zero tile of one row more than
+    the tile budget counted."""
+
+    @settings(max_examples=scaled(8), deadline=None)
+    @given(case=window_cases(hw_name), seed=st.integers(0, 2**16))
+    @example(
+        case=(
+            "conv2d",
+            [TensorType(F32, (2, 672, 2, 2)), TensorType(F32, (672, 1, 5, 5))],
+            {"groups": 672, "padding": [2, 2]},
+        ),
+        seed=0,
+    )
+    @example(
+        case=(
+            "conv2d",
+            [TensorType(F32, (1, 64, 1, 1)), TensorType(F32, (64, 1, 1, 1))],
+            {"groups": 64, "padding": [3, 3]},
+        ),
+        seed=0,
+    )
+    @example(
+        case=(
+            "max_pool2d",
+            [TensorType(F32, (1, 672, 2, 2))],
+            {"kernel": [7, 7], "padding": [3, 3, 3, 3]},
+        ),
+        seed=0,
+    )
+    @example(
+        case=(
+            "avg_pool2d",
+            [TensorType(F32, (1, 1024, 1, 1))],
+            {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]},
+        ),
+        seed=0,
+    )
+    def check(case, seed) -> None:
+        check_window_kernel(hw_name, *case, seed=seed)
+
+    check()
+
+
+NARROW = [
+    ("conv2d", (1, 672, 2, 2), DType.BF16, 5, 2),
+    ("max_pool2d", (1, 1024, 1, 1), DType.I8, 7, 3),
+    ("max_pool2d", (1, 96, 7, 7), DType.BF16, 7, 3),
+    ("avg_pool2d", (1, 672, 2, 2), DType.BF16, 5, 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "x", "dtype", "k", "pad"), NARROW, ids=[f"{c[0]}-{c[2].value}" for c in NARROW]
+)
+def test_narrow_window_kernels_fit_a_small_sram(op, x, dtype, k, pad):
+    """bf16 and i8 window kernels keep their f32/i32 intermediates in tiles of their
+    own, one per op but the root: fitted like the rest (they overflowed 16 KiB by the
+    64-byte alignment of a few hundred tiles)."""
+    xt = TensorType(dtype, x)
+    if op == "conv2d":
+        types = [xt, TensorType(dtype, (x[1], 1, k, k))]
+        attrs = {"groups": x[1], "padding": [pad, pad]}
+    else:
+        types, attrs = [xt], {"kernel": [k, k], "padding": [pad] * 4}
+    check_window_kernel(TINY_SRAM, op, types, attrs)
+
+
+GROUPED = [
+    ("edge", (1, 672, 2, 2), 2, 1, 3),
+    ("edge", (1, 672, 4, 4), 42, 3, 3),
+    (TINY_SRAM, (1, 64, 4, 4), 4, 1, 3),
+    (TINY_SRAM, (2, 256, 4, 4), 16, 3, 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("hw_name", "x", "groups", "k", "pad"),
+    GROUPED,
+    ids=[f"{Path(h).stem}-{x[1]}ch-g{g}" for h, x, g, _, _ in GROUPED],
+)
+def test_grouped_convolutions_prepare_many_channels_within_sram(hw_name, x, groups, k, pad):
+    """The group-major image of a grouped convolution (the same prep as the window
+    kernels', C/G channels a pixel) fits SRAM, stores the tiles the plan counts and
+    costs what it simulates; the whole convolution simulates like the reference."""
+    hw = load_hardware(hw_name)
+    c = x[1]
+    xt, wt = TensorType(F32, x), TensorType(F32, (c, c // groups, k, k))
+    attrs = {"groups": groups, "padding": [pad, pad]}
+    graph = _graph("conv2d", [xt, wt], attrs, params=(1,), consumer=True)
+    bindings = _bindings(graph, 0)
+    got, report, compiled = run_backend(graph, hw_name, bindings, races=False)
+    assert_matches(graph, got, reference(graph, bindings))
+    side = (x[2] + 2 * pad, x[3] + 2 * pad)
+    streams = plan.nhwc_prep(x, 4, (pad, pad), side, groups)
+    assert _main_stores(compiled, "conv2d.out.prep") == sum(
+        plan.stream_loop(hw, s).steps for s in streams
+    )
+    sim = next(k.cycles for k in report.kernels if k.name == "conv2d.out.prep")
+    model = plan.grouped_prep_cost(hw, xt, REGISTRY["conv2d"].bind_attrs(attrs)).cycles
+    assert abs(model - sim) <= TOLERANCE["default"] * sim, f"model {model}, simulated {sim}"
+
+
+def test_a_window_kernel_no_tile_of_which_fits_is_priced_out():
+    """bf16 7x7 depthwise on a 16 KiB SRAM: one element per tile is still too much, so
+    the price carries the unrunnable penalty and extraction takes any other form."""
+    from eqsat.costs import UNRUNNABLE_CYCLES
+
+    x = TensorType(DType.BF16, (1, 32, 14, 14))
+    w = TensorType(DType.BF16, (32, 1, 7, 7))
+    attrs = {"stride": [1, 1], "padding": [3, 3], "groups": 32}
+    small = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w], x, attrs)
+    assert not small.feasible and small.cycles >= UNRUNNABLE_CYCLES
+    assert op_cost(load_hardware("edge"), "conv2d", [x, w], x, attrs).cycles < UNRUNNABLE_CYCLES
