@@ -4,9 +4,9 @@ plus its lowering"). Each entry maps (compiler, node index, node) to the node's 
 Families: leaves become input buffers or immediates; layout ops become views (a copy
 only where a view cannot express the result); elementwise, cast and quantization ops
 become one streaming kernel of a tile expression (ewise_ops.py); reductions, softmax
-and layernorm are row kernels; matmul/conv and every fused kernel go through
-lower_contract.py. Ops whose inputs are all immediates are folded by the reference
-semantics when the result is again uniform.
+and layernorm are row kernels; cumsum is a scan kernel (scan.py); matmul/conv and
+every fused kernel go through lower_contract.py. Ops whose inputs are all immediates
+are folded by the reference semantics when the result is again uniform.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .lower_contract import lower_contraction, lower_fused
 from .pad import lower_pad
 from .quant import LOWER_QUANT
 from .rowwise import emit_reduce, emit_rows
+from .scan import lower_cumsum
 from .views import Imm, Value, View
 from .window import lower_avg_pool, lower_max_pool
 
@@ -266,6 +267,7 @@ LOWER = {
     "softmax": lower_softmax,
     "layernorm": lower_layernorm,
     "rmsnorm": lower_rmsnorm,
+    "cumsum": lower_cumsum,
     "gather": lower_gather,
     "pad": lower_pad,
     "max_pool2d": lower_max_pool,

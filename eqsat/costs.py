@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
+from eqsat.scan_plan import scan_cost
 from eqsat.spatial_plan import add_costs, group_share, grouped_prep_cost, planned_cost
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import vector_passes
@@ -128,6 +129,8 @@ def op_cost(
     out: TensorType,
     attrs: Mapping[str, AttrValue],
 ) -> KernelCost | None:
+    if op_name == "cumsum":  # a scan kernel, planned instruction by instruction
+        return scan_cost(hw, in_types[0], attrs, UNRUNNABLE_CYCLES)
     planned = planned_cost(hw, op_name, in_types, out, attrs)
     if planned is not None:  # gather, pad, pooling, depthwise convolution
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form

@@ -11,6 +11,7 @@ from eqsat.ops import (  # noqa: F401
     nn,
     quant,
     reduce,
+    scan,
     spatial,
 )
 from eqsat.ops.base import (

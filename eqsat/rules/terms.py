@@ -28,6 +28,7 @@ from eqsat.rules.scope import ATTR_TY, DTYPE_NAMES, TY_WORDS, Scope, Ty, var
 CANONICAL_HINTS = {
     ("transpose", "perm"): "an explicit permutation, e.g. perm=[1, 0]",
     ("softmax", "axis"): "a non-negative axis, e.g. axis=rank(x) - 1",
+    ("cumsum", "axis"): "a non-negative axis, e.g. axis=rank(x) - 1",
     ("reduce_sum", "axes"): "the sorted non-negative axes, e.g. axes=[1]",
     ("reduce_max", "axes"): "the sorted non-negative axes, e.g. axes=[1]",
     ("reduce_mean", "axes"): "the sorted non-negative axes, e.g. axes=[1]",

@@ -61,6 +61,8 @@ def reduction_length(node: Node, graph: Graph) -> int:
     if op.kind is OpKind.REDUCE:
         if "kernel" in node.attr_dict:  # pooling: a window's taps
             return int(np.prod(node.attr_dict["kernel"]))
+        if op.name == "cumsum":  # a running sum: up to the whole axis
+            return ins[0].shape[int(node.attr_dict["axis"])]
         return max(1, ins[0].numel // max(node.type.numel, 1))
     if op.kind is OpKind.NORMALIZE:
         axis = node.attr_dict.get("axis", -1)

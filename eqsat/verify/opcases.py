@@ -30,6 +30,7 @@ from eqsat.verify.cases import (
     maybe,
 )
 from eqsat.verify.opcases_masks import MASK_GENERATORS
+from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
 
@@ -290,6 +291,7 @@ def _extra_generators() -> dict[str, Family]:
 OP_GENERATORS.update(_extra_generators())
 OP_GENERATORS.update(MASK_GENERATORS)  # math and mask ops, gelu (opcases_masks.py)
 OP_GENERATORS.update(SPATIAL_GENERATORS)  # pooling, pad, gather, grouped conv2d
+OP_GENERATORS.update(SCAN_GENERATORS)  # cumsum
 # Fused kernels are generated from their composition: a new one needs no entry.
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}
