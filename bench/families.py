@@ -11,6 +11,7 @@ Prints one line per model and exporter; exports are cached next to the zoo's.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import time
@@ -184,7 +185,19 @@ def check(path: Path, dims: dict[str, int]) -> tuple[float, float]:
 def main() -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    names = sys.argv[1:] or list(FAMILIES)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"architectures to check (default: all of {', '.join(FAMILIES)})",
+    )
+    names = parser.parse_args().names or list(FAMILIES)
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        parser.error(
+            f"unknown architecture {', '.join(unknown)}; choose from {', '.join(FAMILIES)}"
+        )
     folder = cache_dir() / "families"
     folder.mkdir(parents=True, exist_ok=True)
     failures = 0

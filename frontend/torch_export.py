@@ -89,7 +89,7 @@ def export_onnx(
                 dynamo=True,
                 input_names=names,
                 dynamic_shapes=shapes,
-                opset_version=OPSET,
+                opset_version=opset,
                 verbose=False,
             )
         elif exporter == "torchscript":
@@ -100,13 +100,17 @@ def export_onnx(
                 dynamo=False,
                 input_names=names,
                 dynamic_axes=axes or None,
-                opset_version=OPSET,
+                opset_version=opset,
             )
         else:
             raise UserError(
                 f"from_torch: exporter must be 'torchscript' or 'dynamo', got '{exporter}'"
             )
-    model = onnx.load(str(path))
+    model = onnx.load(str(path), load_external_data=False)
+    external = _external_bytes(model, Path(path))
+    inline = external < INLINE_LIMIT
+    if inline and external:  # small enough for one self-contained file
+        onnx.load_external_data_for_model(model, str(Path(path).parent))
     for node in model.graph.node:  # the dynamo exporter's stack traces: not needed here
         del node.metadata_props[:]
     defaults: dict[str, int] = {}
@@ -116,9 +120,25 @@ def export_onnx(
     for dim, value in defaults.items():
         prop = model.metadata_props.add()
         prop.key, prop.value = f"eqsat.dim.{dim}", str(value)
-    onnx.save(model, str(path))  # weights inline: one self-contained file
-    Path(str(path) + ".data").unlink(missing_ok=True)
+    onnx.save(model, str(path))  # external data, if kept, stays where it is referenced
+    if inline:
+        Path(str(path) + ".data").unlink(missing_ok=True)
     return Path(path)
+
+
+# Weights up to this size are stored inside the .onnx file (protobuf's limit is 2 GiB).
+INLINE_LIMIT = 1 << 30
+
+
+def _external_bytes(model, path: Path) -> int:
+    from onnx import external_data_helper
+
+    files = {
+        external_data_helper.ExternalDataInfo(t).location
+        for t in model.graph.initializer  # where the exporters put every weight
+        if external_data_helper.uses_external_data(t)
+    }
+    return sum((path.parent / f).stat().st_size for f in files if (path.parent / f).exists())
 
 
 def from_torch(

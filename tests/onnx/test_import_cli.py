@@ -9,7 +9,8 @@ import pytest
 
 from eqsat.cli import main
 from eqsat.fileio import load_arrays
-from tests.onnx.helpers import MODEL_FILES
+from frontend.onnx import import_onnx
+from tests.onnx.helpers import MODEL_FILES, eqsat_run
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 BERT = next(p for p in MODEL_FILES if p.stem == "bert_base_ts")
@@ -127,6 +128,45 @@ def test_from_torch(tmp_path):
     (got,) = _outputs(tmp_path / "o.npz").values()
     with torch.no_grad():
         want = block(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("exporter", "opset"), [("torchscript", 13), ("dynamo", 18)])
+def test_export_onnx_opset(tmp_path, exporter, opset):
+    torch = pytest.importorskip("torch", reason="export_onnx needs torch (the [zoo] extra)")
+    import onnx
+
+    from frontend.torch_export import export_onnx
+
+    layer = torch.nn.Linear(16, 8).eval()
+    path = export_onnx(layer, (torch.randn(2, 16),), tmp_path / "fc.onnx", None, exporter, opset)
+    model = onnx.load(str(path))
+    assert {o.version for o in model.opset_import if o.domain in ("", "ai.onnx")} == {opset}
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 30])
+def test_export_onnx_keeps_large_weights_external(tmp_path, monkeypatch, limit):
+    """Weights over the inline limit stay in the exporter's external data file next to
+    the model, which the import reads; under it they move into the one file."""
+    torch = pytest.importorskip("torch", reason="export_onnx needs torch (the [zoo] extra)")
+    import onnx
+    from onnx import external_data_helper
+
+    from frontend import torch_export
+
+    monkeypatch.setattr(torch_export, "INLINE_LIMIT", limit)
+    layer = torch.nn.Linear(64, 32).eval()
+    path = torch_export.export_onnx(
+        layer, (torch.randn(2, 64),), tmp_path / "fc.onnx", None, "dynamo"
+    )
+    model = onnx.load(str(path), load_external_data=False)
+    external = any(external_data_helper.uses_external_data(t) for t in model.graph.initializer)
+    assert external == (limit == 0)
+    assert (tmp_path / "fc.onnx.data").exists() == external
+    x = np.random.default_rng(0).normal(size=(2, 64)).astype(np.float32)
+    (got,) = eqsat_run(import_onnx(path), {"input": x}).values()
+    with torch.no_grad():
+        want = layer(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 

@@ -3,6 +3,7 @@ graphs ORT optimized can run on eqsat's simulator next to eqsat's own result."""
 
 from __future__ import annotations
 
+from frontend.onnx.context import ConvertError
 from frontend.onnx.convert import Cx, op, require
 from frontend.onnx.convert.linalg import _transposed, matmul, scale
 from frontend.onnx.convert.nn import layer_norm_outputs
@@ -93,3 +94,94 @@ def simplified_layer_norm(cx: Cx) -> list[Value]:
     axis = int(cx.attr("axis", -1)) % cx.rank(x)
     require(axis == cx.rank(x) - 1, "SimplifiedLayerNormalization over several axes")
     return [cx.emit("rmsnorm", [x, gamma], {"eps": float(cx.attr("epsilon", 1e-5))})]
+
+
+@op("Attention", domain=MS)
+def attention(cx: Cx) -> list[Value]:
+    """ORT's fused self-attention: one projection to Q, K and V, scaled scores, a mask
+    (raw 0/1 mask, right-padding lengths, or none; causal when unidirectional), an
+    optional additive bias, softmax, and the heads merged back. Without past state."""
+    from frontend.onnx.convert.tensor import reshape, slice_axis
+
+    require(
+        cx.opt(4) is None and (len(cx.node.output) < 2 or not cx.node.output[1]),
+        "Attention with past/present state is not supported",
+    )
+    require(not cx.attr("do_rotary", 0), "Attention with do_rotary is not supported")
+    x, w, bias, mask = cx.input(0), cx.input(1), cx.opt(2), cx.opt(3)
+    heads = int(cx.attr("num_heads"))
+    b, s, _ = cx.shape(x)
+    total = cx.shape(w)[1]
+    sizes = cx.attr("qkv_hidden_sizes")
+    if sizes:
+        hq, hk, hv = (int(v) for v in sizes)
+    else:
+        require(total.is_int and total.coef % 3 == 0, "Attention weights must hold Q, K and V")
+        hq = hk = hv = total.coef // 3
+    qkv = matmul(cx, x, w)
+    if bias is not None:
+        qkv = cx.emit("add", [qkv, bias])
+    q = slice_axis(cx, qkv, 2, 0, hq)
+    k = slice_axis(cx, qkv, 2, hq, hq + hk)
+    v = slice_axis(cx, qkv, 2, hq + hk, hq + hk + hv)
+
+    def split_heads(t, width, perm):
+        return cx.emit("transpose", [reshape(cx, t, [b, s, heads, width // heads])], {"perm": perm})
+
+    qh = split_heads(q, hq, [0, 2, 1, 3])
+    kt = split_heads(k, hk, [0, 2, 3, 1])
+    vh = split_heads(v, hv, [0, 2, 1, 3])
+    scale_ = float(cx.attr("scale", 1.0 / (hq // heads) ** 0.5))
+    scores = scale(cx, cx.emit("matmul", [qh, kt]), scale_)
+    keep = _attention_keep(cx, mask, b, s)
+    if keep is not None:
+        fill = float(cx.attr("mask_filter_value", -10000.0))
+        bias_ = cx.emit("where", [keep, cx.scalar(0.0, x), cx.scalar(fill, x)])
+        scores = cx.emit("add", [scores, bias_])
+    if cx.opt(5) is not None:
+        scores = cx.emit("add", [scores, cx.input(5)])
+    probs = cx.emit("softmax", [scores], {"axis": -1})
+    out = cx.emit("transpose", [cx.emit("matmul", [probs, vh])], {"perm": [0, 2, 1, 3]})
+    return [reshape(cx, out, [b, s, hv])]
+
+
+def _attention_keep(cx: Cx, mask, b, s):
+    """The [B or 1, 1, S, S] (or broadcastable) 0/1 mask of the scores that stay."""
+    from onnx import TensorProto
+
+    from frontend.onnx.convert.tensor import reshape, unsqueeze
+
+    keep = None
+    if mask is not None:
+        rank = cx.rank(mask)
+        if rank in (2, 3):  # raw mask [B, S_total] or [B, S, S_total]: positive keeps
+            positive = cx.emit("greater", [mask, cx.scalar(0, mask)], onnx_type=TensorProto.BOOL)
+            keep = unsqueeze(cx, positive, [1, 2] if rank == 2 else [1])
+        elif rank == 1:  # right padding: the valid length of each sequence
+            require(
+                cx.shape(mask)[0] is not None and cx.shape(mask)[0] == b,
+                "Attention mask_index of left padding (2 * batch) is not supported",
+            )
+            positions = cx.emit(
+                "iota", [], {"shape": [s], "dtype": "i32"}, onnx_type=TensorProto.INT32
+            )
+            lengths = reshape(cx, mask, [b, 1, 1, 1])
+            keep = cx.emit(
+                "less", [reshape(cx, positions, [1, 1, 1, s]), lengths], onnx_type=TensorProto.BOOL
+            )
+        else:
+            raise ConvertError(f"Attention mask_index of rank {rank} is not supported")
+    if cx.attr("unidirectional", 0):
+        row = cx.emit(
+            "iota", [], {"shape": [s, s], "axis": 0, "dtype": "i32"}, onnx_type=TensorProto.INT32
+        )
+        col = cx.emit(
+            "iota", [], {"shape": [s, s], "axis": 1, "dtype": "i32"}, onnx_type=TensorProto.INT32
+        )
+        causal = cx.emit("less_equal", [col, row], onnx_type=TensorProto.BOOL)
+        keep = (
+            causal
+            if keep is None
+            else cx.emit("logical_and", [keep, causal], onnx_type=TensorProto.BOOL)
+        )
+    return keep

@@ -656,3 +656,16 @@ def constant(cx: Cx) -> list[Value]:
     out = fold_symbolic(cx.node, [], cx.attrs)
     require(out is not None, "a Constant without a value")
     return out
+
+
+@op("CumSum")
+def cumsum(cx: Cx) -> list[Value]:
+    """Cumulative sum along one axis (position ids from a padding mask)."""
+    x = cx.input(0)
+    axis = int(cx.known(1, "CumSum's axis").concrete_ints("axis")[0])
+    attrs = {"axis": _norm_axis(axis, cx.rank(x))}
+    if cx.attr("exclusive", 0):
+        attrs["exclusive"] = True
+    if cx.attr("reverse", 0):
+        attrs["reverse"] = True
+    return [cx.emit("cumsum", [x], attrs, onnx_type=x.onnx_type)]
