@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 from backend import compile_graph  # noqa: E402
 from eqsat.interpreter import random_bindings  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
+from eqsat.roofline import model_roofline  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from frontend import load_model  # noqa: E402
 from hwsim import load_hardware, simulate  # noqa: E402
@@ -47,14 +48,15 @@ def main() -> None:
         tc, ts, compiled, rep = run(opt, hw, bindings)
         _, _, _, plain = run(graph, hw, bindings)
         fp = compiled.footprint
+        roof = model_roofline(graph, hw)
         print(
             f"{hw_name}: optimize {t_opt:.2f} s, compile {tc:.2f} s, simulate {ts:.2f} s "
             f"({len(compiled.program.instrs):,} instructions, {len(compiled.kernels)} kernels)"
         )
         print(
             f"  cycles {rep.cycles:,} optimized vs {plain.cycles:,} as written "
-            f"({rep.cycles / plain.cycles - 1:+.1%}); roofline {rep.roofline_cycles:,} "
-            f"({rep.roofline_cycles / rep.cycles:.0%} reached)"
+            f"({rep.cycles / plain.cycles - 1:+.1%}); model roofline {roof.cycles:,} "
+            f"({roof.fraction(rep.cycles):.0%} reached)"
         )
         print(
             f"  DRAM traffic {rep.dram_bytes / 2**20:.1f} MiB vs {plain.dram_bytes / 2**20:.1f} MiB; "

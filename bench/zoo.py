@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 from backend import compile_graph  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
+from eqsat.roofline import model_roofline  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from eqsat.summary import human_count, summarize  # noqa: E402
 from eqsat.verify.onnxruntime import normwise_error, onnx_feeds  # noqa: E402
@@ -128,11 +129,13 @@ def measure(name: str, build, presets, verify: bool, simulate_it: bool) -> dict:
             "est_after": result.after.cycles,
         }
         if simulate_it:
+            roof = model_roofline(graph, hw)
+            entry["roofline_cycles"] = roof.cycles
             for label, g in (("as_written", graph), ("optimized", result.graph)):
                 compiled = compile_graph(g, hw)
                 rep = simulate(compiled.program, hw, compiled.feeds(bindings)).report
                 entry[f"cycles_{label}"] = rep.cycles
-                entry[f"roofline_{label}"] = rep.roofline_cycles / rep.cycles if rep.cycles else 0.0
+                entry[f"roofline_{label}"] = roof.fraction(rep.cycles)
                 if verify and label == "optimized":
                     validation = validate_program(graph, compiled, hw, (0, 1, 2), None, None)
                     entry["verify_rel_error"] = validation.worst

@@ -14,6 +14,7 @@ from eqsat.loading import save_model
 from eqsat.pipeline import OptimizeResult, optimize
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.cli import add_quant_flags
+from eqsat.roofline import model_roofline
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.summary import human_bytes
 from hwsim.hardware import Hardware, load_hardware
@@ -160,9 +161,17 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
         ),
         ("kernels", str(b.kernels), str(a.kernels), _change(b.kernels, a.kernels)),
     ]
+    roof = model_roofline(result.original, hw)
+    rows.append(
+        ("of roofline", f"{roof.fraction(b.cycles):.1%}", f"{roof.fraction(a.cycles):.1%}", "")
+    )
     lines = [f"{result.graph.name} on {hw.name}:"]
     lines.append(f"  {'':<12} {'before':>14} {'after':>14} {'change':>8}")
     lines += [f"  {r[0]:<12} {r[1]:>14} {r[2]:>14} {r[3]:>8}" for r in rows]
+    lines.append(
+        f"model roofline: {roof.cycles:,} cycles ({roof.bound}-bound: the model's work "
+        "at peak rate; shares above are of the estimates)"
+    )
     lines.append(
         f"e-graph: {result.egraph_nodes:,} e-nodes in {result.egraph_classes:,} e-classes after "
         f"{len(sat.iterations)} rounds; stopped: {sat.stop_reason.replace('_', ' ')}"
@@ -196,6 +205,10 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
         "dram_bytes_after": result.after.dram_bytes,
         "kernels_before": result.before.kernels,
         "kernels_after": result.after.kernels,
+        "roofline_cycles": (roof := model_roofline(result.original, hw)).cycles,
+        "roofline_bound": roof.bound,
+        "roofline_fraction_before": roof.fraction(result.before.cycles),
+        "roofline_fraction": roof.fraction(result.after.cycles),
         "egraph": {
             "nodes": result.egraph_nodes,
             "classes": result.egraph_classes,

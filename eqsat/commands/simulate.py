@@ -26,6 +26,7 @@ from eqsat.flags import UsageError, add_dim_flag
 from eqsat.interpreter import evaluate
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.sqnr import sqnr_db
+from eqsat.roofline import Roofline, model_roofline
 from eqsat.summary import human_bytes
 
 
@@ -82,6 +83,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
     errors = compare(outputs, reference)
     if quant is not None:  # the simulated int8 program against the float model
         quant.sqnr = {k: sqnr_db(reference[k], outputs[k]) for k in reference}
+    args.roofline = model_roofline(graph, hw)
     return hw, compiled.program, result.report, outputs, errors, quant
 
 
@@ -138,12 +140,17 @@ def compare(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> tuple[fl
     return abs_err, rel_err
 
 
-def report_dict(hw, program, report, errors) -> dict:
+def report_dict(hw, program, report, errors, roofline: Roofline | None = None) -> dict:
+    """The statistics; `roofline` is the model's bound (None: the program's own)."""
+    bound = roofline.cycles if roofline is not None else report.roofline_cycles
     return {
         "hardware": hw.name,
         "cycles": report.cycles,
-        "roofline_cycles": report.roofline_cycles,
-        "roofline_fraction": report.roofline_cycles / report.cycles if report.cycles else 0.0,
+        "roofline_cycles": bound,
+        "roofline_fraction": bound / report.cycles if report.cycles else 0.0,
+        "roofline_of": "model" if roofline is not None else "program",
+        "roofline_bound": roofline.bound if roofline is not None else None,
+        "program_roofline_cycles": report.roofline_cycles,
         "dram_bytes": report.dram_bytes,
         "dram_bytes_read": report.dram_bytes_read,
         "dram_bytes_written": report.dram_bytes_written,
@@ -162,8 +169,8 @@ def report_dict(hw, program, report, errors) -> dict:
 def format_report(d: dict) -> str:
     util = ", ".join(f"{k} {v:.0%}" for k, v in d["utilization"].items())
     lines = [
-        f"cycles        {d['cycles']:,} on {d['hardware']} (roofline {d['roofline_cycles']:,}: "
-        f"{d['roofline_fraction']:.1%} of the bound reached)",
+        f"cycles        {d['cycles']:,} on {d['hardware']} ({d['roofline_of']} roofline "
+        f"{d['roofline_cycles']:,}{_bound(d)}: {d['roofline_fraction']:.1%} of the bound reached)",
         f"utilization   {util}; MACs {d['mac_utilization']:.0%}",
         f"DRAM traffic  {human_bytes(d['dram_bytes'])} (read {human_bytes(d['dram_bytes_read'])}, "
         f"written {human_bytes(d['dram_bytes_written'])})",
@@ -178,6 +185,10 @@ def format_report(d: dict) -> str:
     return "\n".join(lines)
 
 
+def _bound(d: dict) -> str:
+    return f", {d['roofline_bound']}-bound" if d.get("roofline_bound") else ""
+
+
 def run(args: argparse.Namespace) -> int:
     is_asm = Path(args.source).suffix == ".asm"
     if is_asm:
@@ -186,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         hw, program, report, outputs, errors, quant = _asm_run(args)
     else:
         hw, program, report, outputs, errors, quant = _model_run(args, args.hw)
-    d = report_dict(hw, program, report, errors)
+    d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
         d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
     if args.output:
