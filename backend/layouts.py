@@ -16,24 +16,9 @@ from __future__ import annotations
 
 from eqsat.ir.graph import Graph
 from eqsat.ops import REGISTRY, OpKind
+from eqsat.ops.fused import contraction_of as contraction_op
 
 CONV_WEIGHT_PERM = (2, 3, 1, 0)
-
-
-def _contraction(body) -> str | None:
-    if isinstance(body, str):
-        return None
-    if REGISTRY[body.op].kind in (OpKind.MATMUL, OpKind.CONV):
-        return body.op
-    return next((c for a in body.args if (c := _contraction(a)) is not None), None)
-
-
-def contraction_op(op: str) -> str | None:
-    """The matmul/conv a (fused) op computes, or None."""
-    opdef = REGISTRY[op]
-    if opdef.kind in (OpKind.MATMUL, OpKind.CONV):
-        return op
-    return _contraction(opdef.composition) if opdef.composition is not None else None
 
 
 CONV_OPS = frozenset(n for n in REGISTRY if contraction_op(n) in ("conv2d", "qconv2d"))

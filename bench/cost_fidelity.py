@@ -1,101 +1,145 @@
-"""How well the analytic cost model (eqsat.costs, used by extraction) predicts the
-simulator, kernel by kernel, over the example models on both presets.
+"""How well the cost model (eqsat.costs, what extraction trusts) predicts the simulator.
 
-Run: /work/venv/bin/python bench/cost_fidelity.py [--no-optimize] [-v]
+Run: python bench/cost_fidelity.py [--zoo [NAMES]] [--no-quant] [--presets P,..] [-v]
+     [--json OUT.json]
 
-For every graph node that the backend lowers to kernels, the prediction of
-eqsat.costs.op_cost is compared with the simulated cycles of the node's kernels (its
-main kernel plus any layout kernel it needed, e.g. a convolution's NHWC prep).
-Layout ops the backend turns into views (transpose, slice, ...) have no kernel and
-are not compared. Prints the median and worst relative error |model - sim| / sim,
-the Spearman rank correlation, and the median per op kind.
+For the examples (as written, optimized, and optimized after int8 quantization) and,
+with --zoo, the model zoo's cached exports (bench/zoo.py builds them), on each preset:
+- per kernel kind (matmul, conv, int8, normalize, pooling, attention, ...), the median
+  and worst |model - sim| / sim over every node the backend lowers to kernels
+  (eqsat/fidelity.py: a node's kernels include its prep and weight copies);
+- per program, the estimate against the simulated cycles, and whether the optimized
+  program simulates slower than the program as written.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import json
 import sys
-from collections import defaultdict
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scipy.stats import spearmanr  # noqa: E402
-
-from backend import compile_graph  # noqa: E402
-from eqsat.costs import op_cost  # noqa: E402
-from eqsat.interpreter import random_bindings  # noqa: E402
+from eqsat.cli import build_parser  # noqa: E402
+from eqsat.commands.compile import graph_for_target  # noqa: E402
+from eqsat.fidelity import ProgramRow, by_kind, measure_program  # noqa: E402
+from eqsat.loading import load_model  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
-from frontend import load_model  # noqa: E402
-from hwsim import load_hardware, simulate  # noqa: E402
+from hwsim import load_hardware  # noqa: E402
+
+ZOO = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "llama", "vit_b16")
 
 
-def measure(graph, hw):
-    """[(kernel label, op, kind, predicted, simulated)] for one graph on one machine."""
-    compiled = compile_graph(graph, hw)
-    result = simulate(
-        compiled.program, hw, compiled.feeds(random_bindings(graph, 0)), check_races=False
+def zoo_files(names) -> list[Path]:
+    folder = Path.home() / ".cache" / "eqsat" / "zoo"
+    out = []
+    for name in names:
+        found = sorted(folder.glob(f"{name}-*.onnx"))
+        if not found:
+            print(f"  ({name}: no cached export in {folder}; run bench/zoo.py)", file=sys.stderr)
+            continue
+        out.append(found[0])
+    return out
+
+
+def quantized(path: Path, preset: str):
+    """(graph, bindings, params) of the int8 program the CLI would simulate."""
+    args = build_parser().parse_args(
+        ["simulate", str(path), "--hw", preset, "--quantize", "int8", "-q"]
     )
-    spans = {k.name: k.cycles for k in result.report.kernels}
-    sim: dict[int, int] = defaultdict(int)
-    for k in compiled.kernels:
-        if k.node >= 0:
-            sim[k.node] += spans[k.name]
-    rows = []
-    for i, cycles in sim.items():
-        node = graph.nodes[i]
-        in_types = [graph.nodes[j].type for j in node.inputs]
-        try:
-            cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
-        except Exception as e:  # eqsat.costs cannot price this node
-            print(f"  ({graph.name} {node.op}: eqsat.costs failed: {e})", file=sys.stderr)
-            continue
-        if cost is None:
-            continue
-        label = f"{graph.name}/{node.name or 'n' + str(i)}:{node.op}"
-        rows.append((label, node.op, node.opdef.kind.value, cost.cycles, cycles))
-    return rows
+    loaded = load_model(path)
+    bindings = loaded.bindings(0)
+    graph, _, result = graph_for_target(args, loaded.graph, bindings)
+    quant = result.quant
+    return graph, bindings, {**quant.plan.params, **quant.all_params}
+
+
+def programs(path: Path, preset: str, rules, quant: bool):
+    """[(label, ProgramRow)] for one model on one preset."""
+    hw = load_hardware(preset)
+    loaded = load_model(path)
+    graph, bindings = loaded.graph, loaded.bindings(0)
+    written = measure_program(graph, hw, bindings)
+    optimized = measure_program(optimize(graph, rules, hw).graph, hw, bindings)
+    out = [("as written", written), ("optimized", optimized)]
+    if quant:
+        qgraph, qbindings, params = quantized(path, preset)
+        out.append(("int8", measure_program(qgraph, hw, qbindings, params)))
+    return out
+
+
+def print_preset(preset: str, entries: list[tuple[str, str, ProgramRow]], verbose: bool) -> None:
+    rows = [k for _, _, p in entries for k in p.kernels]
+    print(f"{preset}: {len(rows)} kernels")
+    for s in by_kind(rows):
+        w = s.worst
+        print(
+            f"  {s.kind:12s} n={s.count:4d}  median {s.median:6.1%}  worst {w.error:+7.1%} "
+            f"({w.label}: model {w.predicted:,}, sim {w.simulated:,})"
+        )
+    print(f"  {'program':34s} {'estimate':>13s} {'simulated':>13s} {'error':>7s}")
+    written = {}
+    for model, label, p in entries:
+        note = ""
+        if label == "as written":
+            written[model] = p.simulated
+        elif label == "optimized" and p.simulated > written.get(model, p.simulated):
+            note = f"  SLOWER than as written ({written[model]:,})"
+        name = f"{model} ({label})"
+        print(f"  {name:34s} {p.predicted:>13,} {p.simulated:>13,} {p.error:>+7.1%}{note}")
+    if verbose:
+        for r in sorted(rows, key=lambda r: -abs(r.error)):
+            print(
+                f"    {r.label:60s} model {r.predicted:>12,} sim {r.simulated:>12,} {r.error:+.1%}"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--no-optimize", action="store_true", help="only the models as written")
+    ap.add_argument(
+        "--zoo",
+        nargs="?",
+        const=",".join(ZOO),
+        default="",
+        metavar="NAMES",
+        help=f"also the zoo's cached exports (default all: {','.join(ZOO)})",
+    )
+    ap.add_argument("--no-examples", action="store_true", help="leave out examples/*.model")
+    ap.add_argument("--no-quant", action="store_true", help="leave out the int8 programs")
+    ap.add_argument("--presets", default="edge,datacenter", help="comma-separated presets")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every kernel")
+    ap.add_argument("--json", metavar="OUT.json", help="write every row as JSON")
     args = ap.parse_args()
     rules = compile_rule_paths([DEFAULT_RULES_DIR])
-    for hw_name in ("edge", "datacenter"):
-        hw = load_hardware(hw_name)
-        rows = []
-        for path in sorted((ROOT / "examples").glob("*.model")):
-            _, graph = load_model(path)
-            rows += measure(graph, hw)
-            if not args.no_optimize:
-                rows += measure(optimize(graph, rules, hw).graph, hw)
-        errors = [abs(p - s) / s for _, _, _, p, s in rows]
-        worst = max(range(len(rows)), key=lambda j: errors[j])
-        rho = spearmanr([r[3] for r in rows], [r[4] for r in rows]).statistic
-        print(
-            f"{hw_name}: {len(rows)} kernels; median error {statistics.median(errors):.1%}, "
-            f"worst {errors[worst]:.1%} ({rows[worst][0]}: model {rows[worst][3]:,}, "
-            f"sim {rows[worst][4]:,}); Spearman {rho:.3f}"
-        )
-        kinds: dict[str, list[float]] = defaultdict(list)
-        for (_, _, kind, _, _), e in zip(rows, errors, strict=True):
-            kinds[kind].append(e)
-        print(
-            "  by kind: "
-            + ", ".join(
-                f"{k} {statistics.median(v):.1%} (n={len(v)})" for k, v in sorted(kinds.items())
-            )
-        )
-        if args.verbose:
-            for (label, _, _, p, s), e in sorted(
-                zip(rows, errors, strict=True), key=lambda t: -t[1]
-            ):
-                print(f"    {label:50} model {p:>10,} sim {s:>10,} {e:+.1%}")
+    sources = [] if args.no_examples else sorted((ROOT / "examples").glob("*.model"))
+    sources += zoo_files([n for n in args.zoo.split(",") if n])
+    dump = {}
+    for preset in args.presets.split(","):
+        entries = []
+        for path in sources:
+            t = time.perf_counter()
+            model = path.stem.split("-")[0]
+            quant = not args.no_quant and path.suffix == ".model"
+            for label, row in programs(path, preset, rules, quant):
+                entries.append((model, label, row))
+            print(f"  {model} on {preset}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        print_preset(preset, entries, args.verbose)
+        dump[preset] = [
+            {
+                "model": m,
+                "program": label,
+                "predicted": p.predicted,
+                "simulated": p.simulated,
+                "kernels": [vars(k) | {"kind": k.kind} for k in p.kernels],
+            }
+            for m, label, p in entries
+        ]
+    if args.json:
+        Path(args.json).write_text(json.dumps(dump, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -153,6 +153,23 @@ def format_body(body: Call | str) -> str:
     return f"{body.op}({', '.join(parts)})"
 
 
+def contraction_of(op_name: str) -> str | None:
+    """The matrix product or convolution an op computes (itself, or the one in a fused
+    op's body), or None."""
+
+    def find(body: Call | str) -> str | None:
+        if isinstance(body, str):
+            return None
+        if REGISTRY[body.op].kind in (OpKind.MATMUL, OpKind.CONV):
+            return body.op
+        return next((c for a in body.args if (c := find(a)) is not None), None)
+
+    op = REGISTRY[op_name]
+    if op.kind in (OpKind.MATMUL, OpKind.CONV):
+        return op_name
+    return find(op.composition) if op.composition is not None else None
+
+
 def fused(
     name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...] = ()
 ) -> OpDef:
