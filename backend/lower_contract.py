@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from eqsat.costs import kernel_work
 from eqsat.ir.graph import Node
 from eqsat.ir.types import DType, TensorType
@@ -285,7 +287,7 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
     if matrix_mode(b) is None:
         b = c.materialize(b, c.label(i), i)
     if cop == "qmatmul":
-        epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, out)
+        epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node))
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
@@ -305,7 +307,38 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
     )
 
 
-def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, out):
+def _weight_value(c: Compiler, node: Node) -> np.ndarray | None:
+    """The value of the contraction's second operand (the weights) if the compiler
+    knows it (a quantized program's params), else None."""
+
+    def find(body):
+        if isinstance(body, str):
+            return None
+        if REGISTRY[body.op].kind in (OpKind.MATMUL, OpKind.CONV):
+            return body
+        return next((f for a in body.args if (f := find(a)) is not None), None)
+
+    op = node.opdef
+    if op.kind is not OpKind.FUSED:
+        return c.compile_time_value(node.inputs[1])
+    call = find(op.composition)
+    name = call.args[1] if call is not None else None
+    if not isinstance(name, str):
+        return None
+    return c.compile_time_value(node.inputs[op.operands.index(name)])
+
+
+def _weight_sums(c: Compiler, i: int, w: View, known: np.ndarray | None, axes, suffix: str):
+    """Sums of the weights over `axes` (a zero-point correction): computed here when
+    the weights are known at compile time, as TFLite folds them offline, else by a
+    reduction kernel over `w` (its last axis summed)."""
+    if known is not None:
+        sums = np.asarray(known, dtype=np.int64).sum(axis=axes).astype(np.int32)
+        return c.constant_buffer(c.label(i) + suffix, "i32", sums)
+    return _row_sums(c, i, w, suffix)
+
+
+def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, b_value=None):
     """(a - za) @ (b - zb) = a@b - za*colsum(b) - zb*rowsum(a) + K*za*zb."""
     za, zb = int(attrs["a_zero"]), int(attrs["b_zero"])
     k = a.shape[-1]
@@ -314,7 +347,7 @@ def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, out):
     base = 1 + len(leaves)
     if za:
         bt = b.permute((*range(len(b.shape) - 2), len(b.shape) - 1, len(b.shape) - 2))
-        cs = _row_sums(c, i, bt, ".colsum")
+        cs = _weight_sums(c, i, bt, b_value, -2, ".colsum")
         extra.append(cs.reshape((*cs.shape[:-1], 1, cs.shape[-1])))  # type: ignore[arg-type]
         q = Bin("sub", q, Bin("mul", Leaf(base), Imm(za, "i32")))
     if zb:
@@ -376,7 +409,7 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
         c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo), za, groups
     )
     if za:  # sum((xp - za) * w) = sum(xp * w) - za * sum(w): xp is padded with za
-        ws = _row_sums(c, i, w2.permute((1, 0)), ".wsum")  # [O]
+        ws = _weight_sums(c, i, w2.permute((1, 0)), _weight_value(c, node), (1, 2, 3), ".wsum")
         q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
         epi = q if epi is None else _substitute(epi, q)
         leaves = [*leaves, ws.reshape((o, 1, 1))]
