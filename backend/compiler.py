@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
+from eqsat.weights import prepared_nodes
 from hwsim.asm import format_program
 from hwsim.hardware import Hardware
 from hwsim.isa import Buffer, Program
@@ -57,7 +59,10 @@ class Compiler:
         self.buffers: list[LogicalBuffer] = []
         self.kernels: list[KernelPlan] = []
         self.bindings: dict[str, tuple[str | None, tuple[int, ...] | None]] = {}
-        self.prefs = layout_prefs(graph)
+        self.prepared = prepared_nodes(graph)  # computed at load time (eqsat/weights.py)
+        self.prepared_inputs: dict[str, int] = {}  # binding -> node, fed by the host
+        self._known: dict[int, np.ndarray | None] = {}  # prepared values known now
+        self.prefs = layout_prefs(graph, hw, self.prepared)
         self.names: set[str] = set()
         self._zero: Operand | None = None
         self._knames: set[str] = set()
@@ -111,8 +116,16 @@ class Compiler:
         return self.new_buffer(dtype, shape, self.label(i))
 
     def compile_time_value(self, j: int) -> np.ndarray | None:
-        """The value of node j if known at compile time (a const, or a param in consts)."""
+        """The value of node j if known at compile time (a const, a param in consts, or a
+        prepared weight computed from those)."""
         node = self.graph.nodes[j]
+        if j in self.prepared:
+            if j not in self._known:
+                try:
+                    self._known[j] = evaluate_selected(self.graph, self.consts, [j])[j]
+                except BindingError:  # a param it reads is fed only at run time
+                    self._known[j] = None
+            return self._known[j]
         if node.op == "const":
             return np.asarray(node.opdef.ref([], node.attr_dict))
         if node.op == "param":
@@ -183,12 +196,35 @@ class Compiler:
     def lower(self) -> None:
         from .lowering import LOWER, lower_node
 
-        live = self.graph.live()
+        needed = self._needed()
         for i, node in self.graph:
             if node.op not in LOWER:
                 raise BackendError(f"no lowering for op '{node.op}'")
-            if live[i]:
+            if not needed[i]:
+                continue
+            if i in self.prepared:
+                self.values[i] = self.prepared_input(i, node)
+            else:
                 self.values[i] = lower_node(self, i, node)
+
+    def _needed(self) -> list[bool]:
+        """The nodes the program computes or reads: outputs and what they use at run
+        time (a node only prepared weights use is the host's business)."""
+        needed = [False] * len(self.graph.nodes)
+        for _, i in self.graph.outputs:
+            needed[i] = True
+        for i in range(len(self.graph.nodes) - 1, -1, -1):
+            if needed[i] and i not in self.prepared:
+                for j in self.graph.nodes[i].inputs:
+                    needed[j] = True
+        return needed
+
+    def prepared_input(self, i: int, node: Node) -> View:
+        """A weight computed at load time: an input buffer the host fills
+        (CompiledProgram.feeds), stored in the node's preferred layout."""
+        binding = f"prep.{self.label(i)}"
+        self.prepared_inputs[binding] = i
+        return self.input_buffer(binding, node.type.dtype.value, node.type.shape, self.prefs.get(i))
 
     def outputs(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -273,6 +309,7 @@ class Compiler:
             kernels=infos,
             footprint=footprint,
             data={**self.graph.used_constants(), **self.data},
+            prepared=dict(self.prepared_inputs),
         )
 
 

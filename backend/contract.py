@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwsim.isa import Transpose
+
 from .emit import KernelBuilder, offset_tile, sub
 from .expr import Expr
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
@@ -153,4 +155,56 @@ def emit_conv(
         out_slots=out_slots,
     )
     gemm = Gemm((g.n,), p, o, g.kh * g.kw * g.c, dt, acc_dtype(dt))
+    emit_gemm(kb, gemm, tile, a_ld, b_ld, writer, zero)
+
+
+class PatchColumns:
+    """B tiles of a convolution run as weights @ patches: rows = (kh, kw, c), cols =
+    output pixels. Loaded pixel-major as PatchLoader loads its A tiles (one strided DMA
+    per output row and kernel row), then transposed on chip."""
+
+    def __init__(self, xp: Operand, g: ConvGeom) -> None:
+        self.patches, self.dtype = PatchLoader(xp, g), xp.dtype
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
+        self.patches.alloc(kb, cols, rows)
+        self.tr = kb.alloc(rows, cols, self.dtype)
+
+    def load(self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int) -> list:
+        return self.patches.load(slot, bidx, c0, cn, r0, rn)
+
+    def ready(self, slot: int, rn: int, cn: int):
+        t = sub(self.tr, rn, cn)
+        return [Transpose(dst=t, src=sub(self.patches.slots[slot], cn, rn))], t
+
+
+def emit_conv_t(
+    kb: KernelBuilder,
+    xp: View,
+    g: ConvGeom,
+    w_ok: View,
+    out: View,
+    epilogue: Expr | None,
+    leaves: list[View],
+    tile: tuple[int, int, int],
+    zero: Operand | None,
+    out_slots: int = 2,
+) -> None:
+    """out [N, O, P] = epilogue(w_ok @ patches^T) per image from padded NHWC xp and the
+    weights w_ok [O, KH*KW*C]: the accumulator is already channels x pixels."""
+    o, k = w_ok.shape
+    w_op = Operand(w_ok.buf, w_ok.offset, (0, *w_ok.strides))  # shared by every image
+    a_ld = StridedLoader(w_op, 1, 2, matrix_mode(w_ok))  # type: ignore[arg-type]
+    b_ld = PatchColumns(Operand(xp.buf, xp.offset, xp.strides), g)
+    ops = [None] + [Operand(v.buf, v.offset, v.strides) for v in leaves]
+    dt = xp.dtype
+    writer = OutWriter(
+        Operand(out.buf, out.offset, out.strides),
+        Space(out.shape, 1, 2),
+        epilogue,
+        ops,
+        acc_dtype(dt),
+        out_slots=out_slots,
+    )
+    gemm = Gemm((g.n,), o, g.ho * g.wo, k, dt, acc_dtype(dt))
     emit_gemm(kb, gemm, tile, a_ld, b_ld, writer, zero)

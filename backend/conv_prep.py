@@ -1,13 +1,17 @@
 """Operands of a convolution in the layouts the implicit GEMM loads contiguously.
 
-- x [N, C, H, W] -> xp [N, H + 2ph, W + 2pw, C]: a `prep` kernel writes the interior
-  through a transposed walk (channels become the contiguous axis) and fills the
-  border with zeros (a qconv2d's: with its a_zero, the zero of x - a_zero), so the
-  GEMM never loads out of bounds. With G groups the image is group-major,
-  [G, N, Hp, Wp, C/G], so that each group's GEMM reads a dense NHWC image of its own.
+- x [N, C, H, W] -> xp [N, H + 2ph, W + 2pw, C]: a `prep` kernel writes the image
+  with channels as the contiguous axis and the border filled with zeros (a qconv2d's:
+  with its a_zero, the zero of x - a_zero), so the GEMM never loads out of bounds. It
+  runs the row-block loop of eqsat/spatial_plan.py PrepPlan (blocks of rows loaded
+  per channel plane, transposed on chip into whole padded rows, one store a step);
+  an x whose columns are not contiguous, or with no tile fitting SRAM, goes through
+  the streaming kernel instead (a transposed walk, then the border regions). With G
+  groups the image is group-major, [G, N, Hp, Wp, C/G], so that each group's GEMM
+  reads a dense NHWC image of its own.
 - w [O, C/G, KH, KW] -> [KH*KW*C/G, O]: free when w is a param (declared in that
-  layout, layouts.py), else one copy kernel; group g's GEMM reads columns
-  [g*O/G, (g+1)*O/G).
+  layout, or in conv_transposed's [O, KH, KW, C], read transposed: layouts.py), else
+  one copy kernel; group g's GEMM reads columns [g*O/G, (g+1)*O/G).
 
 `nhwc_image` is the prep on its own (any padding on each side, any fill, rows and
 columns cropped or extended to what the windows touch); pooling and depthwise
@@ -16,10 +20,18 @@ convolution (window.py) read the same layout.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from eqsat.spatial_plan import PrepPlan, prep_plan
+from hwsim.dtypes import ITEMSIZE
+from hwsim.isa import Binary, Tile, Transpose
+
 from .compiler import Compiler
 from .contract import ConvGeom, matrix_mode
+from .emit import KernelBuilder, Pipeline, offset_tile
 from .ewise import emit_ewise
 from .expr import Leaf
+from .space import Operand, dram
 from .views import Imm, View
 
 PACK = (2, 3, 1, 0)
@@ -84,6 +96,22 @@ def nhwc_image(
             src = split
             strides = (img, n * img, 1, row, cg)
             interior = View(xp.buf, start, (n, groups, cg, hh, ww), strides)
+    plan = None
+    if x.strides[3] == 1 or wd == 1:  # the loop's loads need unit column stride
+        isz = ITEMSIZE[x.dtype]
+        plan = prep_plan(c.hw, x.shape, isz, top_left, rows_cols, groups, fill.value != 0)
+        if plan is not None and plan.whole_rows and x.strides[2] != wd and hh > 1:
+            plan = replace(plan, whole_rows=False)  # rows apart: one load per row
+    if plan is not None:
+        c.add_kernel(
+            c.kernel_name(i, ".prep"),
+            i,
+            "prep",
+            lambda kb: _emit_plan(kb, plan, x, xp, fill),
+            [x],
+            [xp],
+        )
+        return xp
     borders = _borders(xp, groups * n, cg, (top, left), (hh, ww), (rows, cols))
 
     def emit(kb) -> None:
@@ -97,6 +125,76 @@ def nhwc_image(
     reads = [src] if interior is not None else []
     c.add_kernel(c.kernel_name(i, ".prep"), i, "prep", emit, reads, [xp])
     return xp
+
+
+def _emit_plan(kb: KernelBuilder, plan: PrepPlan, x: View, xp: View, fill: Imm) -> None:
+    """The row-block loop of eqsat/spatial_plan.py PrepPlan: per image, blocks of rows
+    of x loaded [C/G, rows*W], transposed row by row into the interior of an SRAM tile
+    of whole padded NHWC rows (its border rows and columns hold the fill from the
+    prologue on), stored at once, the image's top border with its first block and its
+    bottom border with its last."""
+    dt, isz = x.dtype, ITEMSIZE[x.dtype]
+    nimg = x.shape[0]
+    cg, (hh, ww), block = plan.cg, plan.inner, plan.block
+    (_, left), cols = plan.top_left, plan.rows_cols[1]
+    top, bottom = plan.borders
+    row, img = cols * cg, plan.rows_cols[0] * cols * cg
+    right = cols - left - ww
+    sn, sc, sh, _ = x.strides
+    src, dst = Operand(x.buf, x.offset, x.strides), Operand(xp.buf, xp.offset, xp.strides)
+    ins = kb.alloc2(cg, block * ww, dt)
+    outs = kb.alloc2(plan.slot_rows, row, dt)
+    pipe = Pipeline(kb, "p")
+    one = dram(src, x.offset, 1, 1, 1)  # loaded into a larger tile: zeros beyond it
+    pipe.load("z", [(o, one) for o in outs])
+    if fill.value != 0:  # the border rows and columns hold the fill, not zeros
+        regions = []
+        for o in outs:
+            for r0, n in ((1, top), (1 + top + block, bottom)):
+                if n:
+                    regions.append(offset_tile(o, r0, 0, n, row))
+            for c0, w in ((0, left), (left + ww, right)):
+                if w:
+                    regions.append(offset_tile(o, 1 + top, c0 * cg, block, w * cg))
+        pipe.compute([Binary(op="add", dst=t, a=t, imm=fill.value) for t in regions])
+    count = hh // block
+    for image in range(plan.images):
+        g, n = divmod(image, nimg)
+        first = x.offset + n * sn + g * cg * sc
+        base = xp.offset + image * img
+        for j in range(count):
+            r0 = j * block
+            tile = ins[pipe.slot("x")]
+            if plan.whole_rows:
+                pairs = [(tile, dram(src, first + r0 * sh, cg, block * ww, sc))]
+            else:
+                pairs = [
+                    (
+                        offset_tile(tile, 0, r * ww, cg, ww),
+                        dram(src, first + (r0 + r) * sh, cg, ww, sc),
+                    )
+                    for r in range(block)
+                ]
+            gen, _ = pipe.load("x", pairs)
+            pipe.begin_out()
+            o = outs[pipe.out_slot()]
+            at = o.addr + ((1 + top) * row + left * cg) * isz
+            pipe.compute(
+                [
+                    Transpose(
+                        dst=Tile(o.space, at + r * row * isz, ww, cg, dt),
+                        src=offset_tile(tile, 0, r * ww, cg, ww),
+                    )
+                    for r in range(block)
+                ]
+            )
+            pipe.release(gen)
+            # slot rows stored: the top border too with the first block, the bottom
+            # border too with the last; they go to padded rows r0 + lo on
+            lo = 0 if j == 0 else top
+            hi = top + block + (bottom if j == count - 1 else 0)
+            ref = dram(dst, base + (r0 + lo) * row, hi - lo, row, row)
+            pipe.store([(ref, offset_tile(o, 1 + lo, 0, hi - lo, row))])
 
 
 def _borders(xp: View, images: int, ch: int, top_left, inner, rows_cols) -> list[View]:

@@ -104,7 +104,7 @@ class OutWriter:
                 self.space,
                 self.expr,
                 self.operands,  # type: ignore[arg-type]
-                {0: self.acc_dtype},
+                {j: self.acc_dtype for j, op in enumerate(self.operands) if op is None},
                 self.out.dtype,
                 rt,
                 ct,
@@ -128,7 +128,9 @@ class OutWriter:
             return None, []
         return pipe.load("e", self.tx.loads(pos, pipe.slot("e")), pend=False)
 
-    def finish(self, pipe: Pipeline, pos: Pos, gen, tokens: list[str], acc: Tile) -> None:
+    def finish(
+        self, pipe: Pipeline, pos: Pos, gen, tokens: list[str], acc: Tile, more: tuple = ()
+    ) -> None:
         slot = (gen[1] % 2) if gen is not None else 0
         pipe.wait_for(tokens)
         pipe.begin_out()
@@ -145,7 +147,8 @@ class OutWriter:
             if self.transpose:
                 given = sub(self.tacc, pos.rows, pos.cols)
                 instrs.append(Transpose(dst=given, src=acc))
-            instrs += self.tx.compute(pos, slot, o, {0: given})  # type: ignore[union-attr]
+            given_all = {0: given, **{j + 1: t for j, t in enumerate(more)}}
+            instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
         pipe.compute(instrs)
         pipe.release(gen)
         ref = dram(
@@ -181,13 +184,18 @@ def emit_gemm(
     b: Loader,
     writer: OutWriter,
     zero: Operand | None,
+    more_b: tuple[Loader, ...] = (),
 ) -> None:
+    """`more_b`: further B operands multiplied by the same A tiles, each into its own
+    accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     a.alloc(kb, tm, tk)
-    b.alloc(kb, tk, tn)
-    acc_full = kb.alloc(tm, tn, g.acc_dtype, "acc")
+    bs = (b, *more_b)
+    for bl in bs:
+        bl.alloc(kb, tk, tn)
+    accs = [kb.alloc(tm, tn, g.acc_dtype, "acc") for _ in bs]
     writer.alloc(kb, tm, tn, zero)
     pipe = Pipeline(kb, "g", writer.out_slots)
     writer.prologue(pipe)
@@ -210,8 +218,11 @@ def emit_gemm(
                 egen, etok = writer.loads(pipe, pos)
                 if b_res and bgen is None and m0 == 0:
                     bslot = pipe.slot("b")
-                    bgen, _ = pipe.load("b", b.load(bslot, bidx, 0, g.k, n0, rn))
-                    b_pre, b_tile = b.ready(bslot, g.k, rn)
+                    loads = [p for bl in bs for p in bl.load(bslot, bidx, 0, g.k, n0, rn)]
+                    bgen, _ = pipe.load("b", loads)
+                    readies = [bl.ready(bslot, g.k, rn) for bl in bs]
+                    b_pre = [ins for pre, _ in readies for ins in pre]
+                    b_tiles = [t for _, t in readies]
                     pipe.compute(b_pre)
                     if b_pre:
                         pipe.release(bgen)
@@ -221,24 +232,29 @@ def emit_gemm(
                     slot = pipe.slot("k")
                     pairs = [] if a_res else a.load(slot, bidx, m0, rm, k0, rk)
                     if not b_res:
-                        pairs += b.load(slot, bidx, k0, rk, n0, rn)
+                        pairs += [p for bl in bs for p in bl.load(slot, bidx, k0, rk, n0, rn)]
                     kgen, _ = pipe.load("k", pairs)
                     pre: list[Instr] = []
                     if not a_res:
                         a_pre, a_tile = a.ready(slot, rm, rk)
                         pre += a_pre
                     if not b_res:
-                        b_pre, b_tile = b.ready(slot, rk, rn)
-                        pre += b_pre
+                        readies = [bl.ready(slot, rk, rn) for bl in bs]
+                        pre += [ins for p, _ in readies for ins in p]
+                        b_tiles = [t for _, t in readies]
                     mode = "overwrite" if k0 == 0 else "accumulate"
-                    acc = sub(acc_full, rm, rn)
-                    pipe.compute([*pre, Matmul(acc=acc, a=a_tile, b=b_tile, mode=mode)])
+                    mms = [
+                        Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
+                        for acc_full, bt in zip(accs, b_tiles, strict=True)
+                    ]
+                    pipe.compute([*pre, *mms])
                     pipe.release(kgen)
                 if a_res and agen is not None and n0 + tn >= g.n:
                     pipe.release(agen)
                 if b_res and bgen not in (None, "done") and m0 + tm >= g.m:
                     pipe.release(bgen)
-                writer.finish(pipe, pos, egen, etok, sub(acc_full, rm, rn))
+                more = tuple(sub(t, rm, rn) for t in accs[1:])
+                writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
 
 
 def sram_need(

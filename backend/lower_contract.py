@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from eqsat.costs import kernel_work
+from eqsat.costs import conv_form, kernel_work
 from eqsat.ir.graph import Node
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, OpKind
@@ -61,7 +61,8 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
         for name, j in zip(op.operands, node.inputs, strict=True)
     }
     cop = contraction_op(node.op)
-    first = 1 if cop else 0
+    products = _products(op.composition)  # a gated body has two; its acc j is Leaf(j)
+    first = len(products) if cop else 0
     leaves: list[View] = []
     index: dict[str, int] = {}
     found: list[Call] = []
@@ -77,7 +78,7 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
             return Leaf(index[e])
         if REGISTRY[e.op].kind in (OpKind.MATMUL, OpKind.CONV):
             found.append(e)
-            return Leaf(0)
+            return Leaf(next(j for j, p in enumerate(products) if p is e))
         if e.op not in EXPR and e.op not in VALUE_EXPR:
             raise BackendError(f"fused op '{node.op}': no lowering for '{e.op}' in its body")
         args = [walk(a, False) for a in e.args]
@@ -101,6 +102,10 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
     expr = walk(op.composition, True)
     if not found:
         return expr_value(c, i, node, expr, leaves)
+    if len(products) > 1:
+        from .gated import lower_gated
+
+        return lower_gated(c, i, node, products, env, expr, leaves)
     call = found[0]
     if not all(isinstance(a, str) for a in call.args):
         raise BackendError(f"fused op '{node.op}': its {call.op} must take operands directly")
@@ -109,6 +114,25 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
     args = [env[a][0] for a in call.args]  # type: ignore[index]
     types = [env[a][1] for a in call.args]  # type: ignore[index]
     return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves)
+
+
+def _products(body) -> list[Call]:
+    """The distinct contractions of a fused body, in evaluation order (a call object
+    used twice, as in mul(g, sigmoid(g)), is one product)."""
+    out: list[Call] = []
+
+    def walk(e) -> None:
+        if isinstance(e, str):
+            return
+        if REGISTRY[e.op].kind in (OpKind.MATMUL, OpKind.CONV):
+            if not any(e is p for p in out):
+                out.append(e)
+            return
+        for a in e.args:
+            walk(a)
+
+    walk(body)
+    return out
 
 
 def contraction(
@@ -195,7 +219,13 @@ def _pow2(unit: int, limit: int) -> list[int]:
 
 
 def choose_tile(
-    c: Compiler, work: KernelWork, g: Gemm, sizes, modes: str, fixed: tuple | None = None
+    c: Compiler,
+    work: KernelWork,
+    g: Gemm,
+    sizes,
+    modes: str,
+    fixed: tuple | None = None,
+    accs: int = 1,
 ) -> tuple[tuple, int]:
     """(tile, output slots): the tile the cost model prices cheapest among those whose
     real SRAM need (epilogue and transpose buffers included) fits - with two output
@@ -206,13 +236,13 @@ def choose_tile(
         tile = (min(fixed[0], g.m), min(fixed[1], g.n), min(fixed[2], g.k))
         for slots in (2, 1):
             fits = sram_need(g, tile, sizes, modes, slots) + MARGIN <= hw.sram_bytes
-            if fits and 4 * tile[0] * tile[1] <= hw.acc_bytes:
+            if fits and 4 * accs * tile[0] * tile[1] <= hw.acc_bytes:
                 return tile, slots
         return _fit(c, g, tile, sizes, modes), 1
     best, best_key = None, None
     for tm in _pow2(hw.array_rows, g.m):
         for tn in _pow2(hw.array_cols, g.n):
-            if 4 * tm * tn > hw.acc_bytes:
+            if 4 * accs * tm * tn > hw.acc_bytes:
                 continue
             for slots in (2, 1):
                 fits = [
@@ -399,6 +429,13 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
     from .conv_prep import conv_inputs
 
     x, w = views
+    in_types = [c.graph.nodes[j].type for j in node.inputs]
+    form = conv_form(c.hw, node.op, in_types, node.type, node.attr_dict)
+    if form == "matmul":  # a pointwise convolution: a matmul on NCHW, no prep
+        from .conv_pointwise import lower_pointwise
+
+        lower_pointwise(c, i, node, x, w, attrs, out, epi, leaves, work)
+        return
     n, _, _, _ = x.shape
     o, cg, kh, kw = w.shape
     groups = int(attrs.get("groups", 1))
@@ -420,6 +457,11 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
         b = v.broadcast_to(out.shape)
         r = b.reshape(out3.shape)
         l3.append(r if r is not None else c.materialize(b, c.label(i), i).reshape(out3.shape))
+    if form == "transposed":  # weights @ patches (conv_transposed.py)
+        from .conv_transposed import lower_transposed
+
+        lower_transposed(c, i, node, x, w, w2, xp, geom, out3, epi, l3, work)
+        return
     g = Gemm((n,), ho * wo, og, kh * kw * cg, x.dtype, acc_dtype(x.dtype))
     if groups > 1:
         work = group_share(work, groups)

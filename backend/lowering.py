@@ -17,6 +17,7 @@ from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
 from eqsat.ops import REGISTRY, OpKind
 
+from .attention import lower_attention
 from .compiler import Compiler, _inverse
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
@@ -119,7 +120,7 @@ def lower_reshape(c: Compiler, i: int, node: Node) -> Value:
     if isinstance(v, Imm):
         return v
     r = v.reshape(shape)
-    return r if r is not None else c.materialize(v, c.label(i)).reshape(shape)  # type: ignore[return-value]
+    return r if r is not None else c.materialize(v, c.label(i), i).reshape(shape)  # type: ignore[return-value]
 
 
 def lower_transpose(c: Compiler, i: int, node: Node) -> Value:
@@ -176,7 +177,7 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     xv = x.permute(kept + axes)
     xr = xv.reshape((*kshape, k))
     if xr is None or (k > 1 and xr.strides[-1] != 1):
-        xr = c.materialize(xv, c.label(i)).reshape((*kshape, k))
+        xr = c.materialize(xv, c.label(i), i).reshape((*kshape, k))
     out = c.new_buffer(node.type.dtype.value, kshape, c.label(i))
     op = "max" if node.op == "reduce_max" else "sum"
     mean = node.op == "reduce_mean"
@@ -186,10 +187,11 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     return out.reshape(node.type.shape)  # type: ignore[return-value]
 
 
-def _row_operand(c: Compiler, v: Value, shape: tuple[int, ...], label: str) -> View:
+def _row_operand(c: Compiler, v: Value, shape: tuple[int, ...], label: str, i: int) -> View:
+    """v as a view whose rows are contiguous, copied (a kernel of node i) if not."""
     v = c.as_view(v, shape, label)
     if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
-        v = c.materialize(v, label)
+        v = c.materialize(v, label, i)
     return v
 
 
@@ -198,7 +200,7 @@ def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
     axis = int(node.attr("axis"))  # type: ignore[arg-type]
     perm = (*(a for a in range(len(shape)) if a != axis), axis)
     x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
-    x = _row_operand(c, x, x.shape, c.label(i))
+    x = _row_operand(c, x, x.shape, c.label(i), i)
     if perm == tuple(range(len(shape))):
         out = c.alloc_value(i, node, keep_last=True)
         value = out
@@ -213,10 +215,10 @@ def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
 
 def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
-    x = _row_operand(c, _x(c, node), shape, c.label(i))
+    x = _row_operand(c, _x(c, node), shape, c.label(i), i)
     d = (shape[-1],)
-    gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma")
-    beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta")
+    gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
+    beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
     out = c.alloc_value(i, node, keep_last=True)
     params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
     c.add_kernel(
@@ -232,8 +234,8 @@ def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
 
 def lower_rmsnorm(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
-    x = _row_operand(c, _x(c, node), shape, c.label(i))
-    gamma = _row_operand(c, c.value(node.inputs[1]), (shape[-1],), c.label(i) + ".gamma")
+    x = _row_operand(c, _x(c, node), shape, c.label(i), i)
+    gamma = _row_operand(c, c.value(node.inputs[1]), (shape[-1],), c.label(i) + ".gamma", i)
     out = c.alloc_value(i, node, keep_last=True)
     params = {"gamma": gamma, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
     c.add_kernel(
@@ -278,6 +280,8 @@ LOWER = {
     "conv2d": lower_contraction,
     "qconv2d": lower_contraction,
     **{n: lower_fused for n, op in REGISTRY.items() if op.kind is OpKind.FUSED},
+    "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
+    "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
 }
 

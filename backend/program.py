@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from eqsat.interpreter import evaluate_selected
 from eqsat.ir.graph import Graph
+from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 from hwsim.isa import Program
 
@@ -37,24 +39,46 @@ class CompiledProgram:
     # Contents of the input buffers the program itself defines: the model's literals
     # and compile-time tables, by binding name.
     data: Mapping[str, np.ndarray] = field(default_factory=dict)
+    # Weights prepared at load time (eqsat/weights.py): input binding -> the graph node
+    # whose value the host computes from the params when it feeds the program.
+    prepared: Mapping[str, int] = field(default_factory=dict)
 
     def feeds(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Input buffers from graph bindings (by input/param name) and the program's
         own data, in buffer layout."""
         buffers = self.program.buffer_map
         out = {}
+        prepared = self.prepare(bindings)
         for buf, (name, perm) in self.inputs.items():
             b = buffers[buf]
             if name is None:
                 out[buf] = np.zeros(b.shape, dtype=np.int8)
                 continue
-            value = np.asarray(self.data[name] if name in self.data else bindings[name])
+            if name in prepared:
+                value = prepared[name]
+            else:
+                value = np.asarray(self.data[name] if name in self.data else bindings[name])
             if value.dtype.kind in "fV" or value.dtype.name == "bfloat16":
                 value = value.astype(np.float32)
             if perm:
                 value = np.transpose(value, perm)
             out[buf] = np.ascontiguousarray(value).reshape(b.shape)
         return out
+
+    def prepare(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The weights prepared at load time, computed from the params in `bindings`
+        (what the host does once when it loads the model), by input binding."""
+        if not self.prepared:
+            return {}
+        values = evaluate_selected(self.graph, bindings, self.prepared.values())
+        return {name: values[i] for name, i in self.prepared.items()}
+
+    def prepared_weights(self) -> list[tuple[str, int]]:
+        """(input buffer, bytes) of each weight prepared at load time."""
+        sizes = {b.name: b.size * ITEMSIZE[b.dtype] for b in self.program.inputs()}
+        return [
+            (buf, sizes[buf]) for buf, (name, _) in self.inputs.items() if name in self.prepared
+        ]
 
     def results(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Graph outputs (by name, in the graph's shapes and dtypes) from simulator outputs."""

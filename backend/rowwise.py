@@ -13,8 +13,15 @@ results match in f32.
 from __future__ import annotations
 
 from eqsat.ir.strides import coalesce
-from hwsim.dtypes import ITEMSIZE
-from hwsim.isa import Binary, Instr, Reduce, Unary
+from eqsat.row_plan import (
+    PARAMS,
+    RowTiles,
+    reduce_tiles,
+    row_kernel_fits,
+    row_program,
+    rows_per_tile,
+)
+from hwsim.isa import Binary, Reduce, Unary
 
 from .emit import KernelBuilder, Pipeline, sub
 from .errors import BackendError
@@ -34,22 +41,14 @@ def rows_space(x: View, out_strides: tuple[int, ...]) -> tuple[Space, Operand, t
     return space, Operand(x.buf, x.offset, (*kx, x.strides[-1])), (*ko, out_strides[-1])
 
 
-def _budget(kb: KernelBuilder, per_row: int, streamed_row: int) -> int:
-    fit = (kb.free_bytes() - 1024) // per_row
-    model = max(1, kb.hw.sram_bytes // 4 // max(1, streamed_row))
-    return min(fit, model)
-
-
 def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> None:
     """out[kept] = reduce(op) of x over its last axis (x's last stride is 1)."""
     space, xo, ostrides = rows_space(x, (*out.strides, 0))
     oop = Operand(out.buf, out.offset, ostrides)
     n = space.cols
     acc_dt = compute_dtype(x.dtype)
-    isz, osz = ITEMSIZE[x.dtype], ITEMSIZE[out.dtype]
-    ct = min(n, max(1, (kb.hw.sram_bytes // 4) // isz))
-    per_row = 2 * ct * isz + 8 + 2 * osz
-    rt = min(space.rows, _budget(kb, per_row, ct * isz + osz))
+    tiles = reduce_tiles(kb.hw, space.rows, n, x.dtype, out.dtype)
+    rt, ct = tiles.rows, tiles.cols
     if rt < 1:
         raise BackendError(f"kernel {kb.name}: a reduction tile does not fit SRAM")
     xs = kb.alloc2(rt, ct, x.dtype)
@@ -85,16 +84,15 @@ def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> N
 
 
 def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) -> None:
-    """softmax, layernorm or rmsnorm over the last axis of x into out (same shape)."""
+    """softmax, layernorm or rmsnorm over the last axis of x into out (same shape), as
+    planned in eqsat/row_plan.py (tile rows, the row program)."""
     space, xo, ostrides = rows_space(x, out.strides)
     oop = Operand(out.buf, out.offset, ostrides)
     n = space.cols
-    isz, osz = ITEMSIZE[x.dtype], ITEMSIZE[out.dtype]
-    vectors = [k for k in ("gamma", "beta") if k in params]  # rows resident in SRAM
-    resident = sum(2 * n * ITEMSIZE[params[k].dtype] for k in vectors)
-    per_row = n * (2 * isz + 2 * osz + 8) + 16
-    rt = min(space.rows, _budget(kb, per_row, n * (isz + osz)))
-    if rt < 1 or resident + per_row > kb.free_bytes():
+    vectors = [k for k in PARAMS[kind] if k in params]  # rows resident in SRAM
+    dtypes = {k: params[k].dtype for k in vectors}
+    rt = rows_per_tile(kb.hw, space.rows, n, x.dtype, out.dtype, dtypes)
+    if rt < 1 or not row_kernel_fits(kb.hw, kind, n, x.dtype, out.dtype, dtypes):
         raise BackendError(
             f"kernel {kb.name}: one row of {n} elements does not fit the SRAM of {kb.hw.name}"
         )
@@ -117,57 +115,11 @@ def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) ->
         slot = pipe.slot("x")
         xt = sub(xs[slot], rn, n)
         gen, _ = pipe.load("x", [(xt, dram(xo, pos.offset(xo), rn, n, xo.strides[space.row]))])
-        tt, ut, a, b = sub(t, rn, n), sub(u, rn, n), sub(c1, rn, 1), sub(c2, rn, 1)
-        if kind == "softmax":
-            body = _softmax(xt, tt, a, b)
-        elif kind == "rmsnorm":
-            body = _rmsnorm(xt, tt, ut, a, n, params["eps"])
-        else:
-            body = _layernorm(xt, tt, ut, a, b, n, params["eps"], rows)
+        o = sub(outs[pipe.out_slot()], rn, n)
+        tiles = RowTiles(xt, sub(t, rn, n), sub(u, rn, n), sub(c1, rn, 1), sub(c2, rn, 1), o, rows)
+        body, finish = row_program(kind, tiles, float(params.get("eps", 0.0)))
         pipe.compute(body)
         pipe.release(gen)
         pipe.begin_out()
-        o = sub(outs[pipe.out_slot()], rn, n)
-        if kind == "softmax":
-            pipe.compute([Binary(op="div", dst=o, a=tt, b=b, bcast="col")])
-        elif kind == "rmsnorm":
-            pipe.compute([Binary(op="mul", dst=o, a=tt, b=rows["gamma"], bcast="row")])
-        else:
-            pipe.compute([Binary(op="add", dst=o, a=tt, b=rows["beta"], bcast="row")])
+        pipe.compute(finish)
         pipe.store([(dram(oop, pos.offset(oop), rn, n, oop.strides[space.row]), o)])
-
-
-def _softmax(x, t, mx, s) -> list[Instr]:
-    return [
-        Reduce(op="max", dst=mx, src=x),
-        Binary(op="sub", dst=t, a=x, b=mx, bcast="col"),
-        Unary(op="exp", dst=t, src=t),
-        Reduce(op="sum", dst=s, src=t),
-    ]
-
-
-def _rmsnorm(x, t, u, ms, n: int, eps: float) -> list[Instr]:
-    """t = x * rsqrt(mean(x*x) + eps); the caller scales by gamma into the output."""
-    return [
-        Binary(op="mul", dst=u, a=x, b=x),
-        Reduce(op="sum", dst=ms, src=u),
-        Binary(op="div", dst=ms, a=ms, imm=float(n)),
-        Binary(op="add", dst=ms, a=ms, imm=float(eps)),
-        Unary(op="rsqrt", dst=ms, src=ms),
-        Binary(op="mul", dst=t, a=x, b=ms, bcast="col"),
-    ]
-
-
-def _layernorm(x, t, u, mean, var, n: int, eps: float, rows: dict) -> list[Instr]:
-    return [
-        Reduce(op="sum", dst=mean, src=x),
-        Binary(op="div", dst=mean, a=mean, imm=float(n)),
-        Binary(op="sub", dst=t, a=x, b=mean, bcast="col"),
-        Binary(op="mul", dst=u, a=t, b=t),
-        Reduce(op="sum", dst=var, src=u),
-        Binary(op="div", dst=var, a=var, imm=float(n)),
-        Binary(op="add", dst=var, a=var, imm=float(eps)),
-        Unary(op="sqrt", dst=var, src=var),
-        Binary(op="div", dst=t, a=t, b=var, bcast="col"),
-        Binary(op="mul", dst=t, a=t, b=rows["gamma"], bcast="row"),
-    ]

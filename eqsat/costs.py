@@ -2,7 +2,9 @@
 
 Every non-leaf op is one kernel that reads its operands from DRAM and writes its
 result back; fused ops read and write only their own operands and result, which is
-where fusion saves. A reshape of a row-major tensor moves no data and costs nothing.
+where fusion saves. A reshape, slice or broadcast is a view the backend's kernels read
+in place: it moves no data and costs nothing (so does a transpose that keeps the last
+axis last; one that moves it next to last costs the on-chip transposes of its reader).
 A matrix kernel with an explicit `tile` attribute is priced at exactly that tile
 (eqsat.tiling.tiled_cost); without one, at the best tile the cost model's own search
 finds among those the backend can run next to the kernel's epilogue, which is what the
@@ -15,17 +17,33 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from eqsat.attention_plan import attention_cost
+from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
+from eqsat.ops.reduce import reduced_axes
+from eqsat.row_plan import PARAMS, ROW_KINDS, reduce_cost, row_cost
 from eqsat.scan_plan import scan_cost
-from eqsat.spatial_plan import add_costs, group_share, grouped_prep_cost, planned_cost
+from eqsat.spatial_plan import (
+    Stream,
+    add_costs,
+    conv_gemm_work,
+    conv_prep_cost,
+    conv_transposed_work,
+    group_share,
+    grouped_prep_cost,
+    kernel_cost,
+    planned_cost,
+)
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import vector_passes
+from eqsat.weights import prepared_nodes
+from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
 
-FREE_OPS = frozenset({"reshape"})
+FREE_OPS = frozenset({"reshape", "slice", "broadcast"})  # views: the backend copies nothing
 # Added to the cycles of a kernel the backend cannot emit, so that extraction takes any
 # alternative (a row-wise kernel whose row does not fit SRAM: the unfused ops stream).
 UNRUNNABLE_CYCLES = 10**12
@@ -35,12 +53,48 @@ def _matmul_dims(
     op: str, in_types: Sequence[TensorType], out: TensorType
 ) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of a matmul, or of a conv as an implicit GEMM."""
-    if op in ("conv2d", "qconv2d"):
+    if op in ("conv2d", "qconv2d"):  # one GEMM per image, as the backend runs it
         w = in_types[1]
         n, o, ho, wo = out.shape
-        return 1, n * ho * wo, o, w.shape[1] * w.shape[2] * w.shape[3]
+        return n, ho * wo, o, w.shape[1] * w.shape[2] * w.shape[3]
     a = in_types[0]
     return math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], a.shape[-1]
+
+
+def is_free_transpose(op_name: str, attrs: Mapping[str, AttrValue]) -> bool:
+    """Is this transpose a view that costs nothing? It is when the input's last
+    (contiguous) axis stays last: every kernel loads such a view row by row, and
+    producers write straight into it."""
+    if op_name != "transpose":
+        return False
+    perm = tuple(attrs["perm"])  # type: ignore[arg-type]
+    return len(perm) < 2 or perm[-1] == len(perm) - 1
+
+
+def _transposed_view_cost(
+    hw: Hardware, in_types: Sequence[TensorType], out: TensorType, attrs
+) -> KernelCost | None:
+    """A transpose that moves the contiguous axis next to last is a view a matrix
+    kernel loads as blocks and turns on chip (backend/contract.py matrix_mode "t"): a
+    transpose instruction per block, no kernel and no DRAM traffic of its own. Other
+    transposes are copies (None: priced as a kernel). A row kernel reading such a view
+    copies it first: the exception, not priced here."""
+    perm = tuple(attrs["perm"])  # type: ignore[arg-type]
+    if perm[-2] != len(perm) - 1:
+        return None
+    rows, cols = out.shape[-2], out.shape[-1]
+    blocks = out.numel // max(1, rows * cols)
+    vector = blocks * timing.vector_cycles(hw, rows * cols, "transpose")
+    return KernelCost(vector, vector, 0, vector, 0, 0)
+
+
+def _patch(op: str, in_types: Sequence[TensorType], out: TensorType) -> tuple[int, int, int]:
+    """A convolution's implicit GEMM A loads (hwsim KernelWork.patch): output row width,
+    K run of one kernel row, bytes of the input image."""
+    if op not in ("conv2d", "qconv2d"):
+        return ()  # type: ignore[return-value]
+    x, w = in_types[0], in_types[1]
+    return out.shape[3], w.shape[1] * w.shape[3], x.nbytes
 
 
 def kernel_work(
@@ -48,25 +102,29 @@ def kernel_work(
 ) -> KernelWork | None:
     """What running this op as one kernel costs, or None for leaves and free ops."""
     op = REGISTRY[op_name]
-    if op.kind is OpKind.LEAF or op_name in FREE_OPS:
+    if op.kind is OpKind.LEAF or op_name in FREE_OPS or is_free_transpose(op_name, attrs):
         return None
     flops = op.flops(in_types, out, attrs)
     bytes_in = op.bytes_read(in_types, attrs)
     bytes_out = op.bytes_written(out)
     dtype = in_types[0].dtype.value if in_types else out.dtype.value
     contraction = None
+    gemms = 1  # a gated product's body multiplies one input by two weight matrices
     if op.kind in (OpKind.MATMUL, OpKind.CONV):
         contraction = (op_name, list(in_types), out)
     elif op.kind is OpKind.FUSED and op.composition is not None:
-        for inner in body_nodes(op.composition, op.operands, in_types, attrs):
-            if inner.op.kind in (OpKind.MATMUL, OpKind.CONV):
-                contraction = (inner.op.name, list(inner.in_types), inner.out)
-                break
+        body = body_nodes(op.composition, op.operands, in_types, attrs)
+        products = [b for b in body if b.op.kind in (OpKind.MATMUL, OpKind.CONV)]
+        if products:
+            inner = products[0]
+            contraction = (inner.op.name, list(inner.in_types), inner.out)
+            gemms = len(products)
     if contraction is not None:
         name, c_in, c_out = contraction
         batch, m, n, k = _matmul_dims(name, c_in, c_out)
-        macs = batch * m * n * k
+        macs = batch * m * n * k * gemms
         return KernelWork(
+            gemms=gemms,
             kind="conv" if name in ("conv2d", "qconv2d") else "matmul",
             dtype=c_in[0].dtype.value,
             macs=macs,
@@ -77,6 +135,7 @@ def kernel_work(
             vector_ops=max(flops - 2 * macs, 0),
             bytes_in=bytes_in,
             bytes_out=bytes_out,
+            patch=_patch(name, c_in, c_out),
         )
     kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
     # the lane passes of the kernel's instructions where they are known, else FLOPs
@@ -99,27 +158,81 @@ def _working_set(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> 
     return 0
 
 
-def _epilogue_bytes(op: OpDef, in_types: Sequence[TensorType], out: TensorType, conv: bool) -> int:
+def _epilogue_bytes(
+    op: OpDef, in_types: Sequence[TensorType], out: TensorType, conv: bool, gemms: int = 1
+) -> int:
     """SRAM bytes per output element a matrix kernel needs besides its output slot, as
     the backend allocates them: two slots for each epilogue operand of the output's
     size (a residual; broadcast rows are not counted) and the transposed accumulator
     of a convolution."""
     extra = 4 if conv else 0
     if op.kind is OpKind.FUSED:
-        extra += sum(2 * t.dtype.itemsize for t in in_types[2:] if t.numel == out.numel)
+        first = 1 + gemms  # the operands after the products' own (gated: x, wg, wu)
+        extra += sum(2 * t.dtype.itemsize for t in in_types[first:] if t.numel == out.numel)
     return extra
 
 
-def row_kernel_bytes(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> int:
-    """SRAM the backend's row kernel (softmax, layernorm) needs for one row
-    (backend/rowwise.py: input and output double buffered, 8 bytes of scratch per
-    element, the layernorm parameters resident, 1 KiB of slack); 0 for other ops."""
-    if op.kind is not OpKind.NORMALIZE or not out.rank:
-        return 0
-    n = out.shape[-1]
-    per_row = n * (2 * in_types[0].dtype.itemsize + 2 * out.dtype.itemsize + 8) + 16
-    resident = sum(2 * n * t.dtype.itemsize for t in in_types[1:])
-    return per_row + resident + 1024
+def _row_cost(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs
+) -> KernelCost:
+    """A row kernel (softmax, layernorm, rmsnorm) as eqsat/row_plan.py plans it: whole
+    rows of the normalized axis per tile; unrunnable when one row does not fit SRAM."""
+    axis = int(attrs.get("axis", -1)) % out.rank if out.rank else 0  # type: ignore[call-overload]
+    n = out.shape[axis] if out.rank else 1
+    params = dict(zip(PARAMS[op_name], (t.dtype.value for t in in_types[1:]), strict=False))
+    x_dtype, out_dtype = in_types[0].dtype.value, out.dtype.value
+    cost = row_cost(hw, op_name, out.numel // max(1, n), n, x_dtype, out_dtype, params)
+    if not cost.feasible:
+        return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)
+    return cost
+
+
+REDUCE_OPS = ("reduce_sum", "reduce_max", "reduce_mean")
+# Elementwise ops whose kernel is one vector instruction per tile (backend/ewise_ops.py),
+# by the instruction that prices it.
+ONE_INSTRUCTION = {
+    **{op: op for op in ("add", "sub", "mul", "div", "neg", "relu", "sigmoid", "tanh", "exp")},
+    **{op: op for op in ("sqrt", "rsqrt", "reciprocal")},
+    "maximum": "max",
+    "minimum": "min",
+}
+
+
+def _streamed_cost(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType
+) -> KernelCost | None:
+    """An f32 elementwise op of one instruction as the backend's streaming kernel runs
+    it (eqsat/spatial_plan.py stream_plan: its tiles, the broadcast operands it loads
+    with every tile, each step through the simulator's queues); None for other ops,
+    and when an operand is a scalar (the backend may fold it into an immediate)."""
+    op = ONE_INSTRUCTION.get(op_name)
+    if op is None or out.dtype.value != "f32" or not out.rank:
+        return None
+    if any(t.dtype.value != "f32" or t.numel <= 1 for t in in_types):
+        return None
+    leaves = tuple((broadcast_strides(t.shape, out.shape), 4) for t in in_types)
+    stream = Stream(out.shape, row_major(out.shape), 4, leaves, (op,))
+    return kernel_cost(hw, [stream])
+
+
+def _reduce_cost(hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs) -> KernelCost:
+    """A reduction as eqsat/row_plan.py plans it, over its axes moved last; when they
+    are not already the trailing axes the backend first copies x in that order."""
+    axes = reduced_axes(op_name, x, attrs)
+    n = math.prod(x.shape[a] for a in axes)
+    cost = reduce_cost(
+        hw, x.numel // max(1, n), n, x.dtype.value, out.dtype.value, op_name == "reduce_mean"
+    )
+    if n > 1 and tuple(sorted(axes)) != tuple(range(x.rank - len(axes), x.rank)):
+        copy = KernelWork(
+            kind="layout",
+            dtype=x.dtype.value,
+            vector_ops=x.numel,
+            bytes_in=x.nbytes,
+            bytes_out=x.nbytes,
+        )
+        return add_costs([kernel_cycles(hw, copy), cost])
+    return cost
 
 
 def op_cost(
@@ -131,6 +244,12 @@ def op_cost(
 ) -> KernelCost | None:
     if op_name == "cumsum":  # a scan kernel, planned instruction by instruction
         return scan_cost(hw, in_types[0], attrs, UNRUNNABLE_CYCLES)
+    if op_name in ("attention", "attention_masked"):  # flash attention, planned likewise
+        return attention_cost(hw, in_types, out, attrs, UNRUNNABLE_CYCLES)
+    if op_name == "transpose" and not is_free_transpose(op_name, attrs):
+        view = _transposed_view_cost(hw, in_types, out, attrs)
+        if view is not None:
+            return view
     planned = planned_cost(hw, op_name, in_types, out, attrs)
     if planned is not None:  # gather, pad, pooling, depthwise convolution
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form
@@ -144,12 +263,75 @@ def op_cost(
         # one GEMM per group (N = O/G), after the prep of the group-major image
         gemm = _gemm_cost(hw, op_name, in_types, out, attrs, group_share(work, groups))
         return add_costs([grouped_prep_cost(hw, in_types[0], attrs), *[gemm] * groups])
-    cost = kernel_cycles(hw, work)
-    if work.kind in ("matmul", "conv"):
+    if work.kind == "conv":
+        return min(_conv_forms(hw, op_name, in_types, out, attrs, work).values(), key=_by_cycles)
+    if work.kind == "matmul":
         return _gemm_cost(hw, op_name, in_types, out, attrs, work)
-    if row_kernel_bytes(REGISTRY[op_name], in_types, out) > hw.sram_bytes:
-        cost = replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES, feasible=False)
-    return cost
+    if op_name in ROW_KINDS:
+        return _row_cost(hw, op_name, in_types, out, attrs)
+    if op_name in REDUCE_OPS:
+        return _reduce_cost(hw, op_name, in_types[0], out, attrs)
+    streamed = _streamed_cost(hw, op_name, in_types, out)
+    if streamed is not None:
+        return streamed
+    return kernel_cycles(hw, work)
+
+
+def _by_cycles(cost: KernelCost) -> tuple[int, int]:
+    return cost.cycles, cost.dram_bytes
+
+
+def _conv_forms(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+    work: KernelWork,
+) -> dict[str, KernelCost]:
+    """The ways the backend can run an ungrouped convolution, priced: `implicit` (the
+    padded NHWC image (conv_prep), then patches @ weights), `transposed` (the same
+    image, then weights @ patches: backend/conv_transposed.py) and, for a pointwise
+    convolution, `matmul` (weights @ x on the NCHW tensors, no prep:
+    backend/conv_pointwise.py)."""
+    gemm = _gemm_cost(hw, op_name, in_types, out, attrs, work)
+    prep = conv_prep_cost(hw, op_name, in_types, attrs)
+    forms = {"implicit": gemm if prep is None else add_costs([gemm, prep])}
+    mm_work = conv_gemm_work(op_name, in_types, attrs, work)
+    if mm_work is not work:
+        forms["matmul"] = _gemm_cost(hw, op_name, in_types, out, attrs, mm_work)
+    t_work = conv_transposed_work(op_name, in_types, out, attrs, work)
+    if t_work is not None and prep is not None:
+        t_gemm = _gemm_cost(hw, op_name, in_types, out, attrs, t_work, transposed_b=True)
+        forms["transposed"] = add_costs([t_gemm, prep])
+    return forms
+
+
+def conv_form(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+) -> str:
+    """How the backend runs this ungrouped convolution: the form (see _conv_forms)
+    the model prices cheapest; `implicit` for anything else."""
+    work = kernel_work(op_name, in_types, out, attrs)
+    if work is None or work.kind != "conv" or int(attrs.get("groups", 1)) > 1:  # type: ignore[call-overload]
+        return "implicit"
+    forms = _conv_forms(hw, op_name, in_types, out, attrs, work)
+    return min(forms, key=lambda f: _by_cycles(forms[f]))
+
+
+def conv_as_matmul(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+) -> bool:
+    """Does the backend run this convolution as a matmul on its NCHW tensors?"""
+    return conv_form(hw, op_name, in_types, out, attrs) == "matmul"
 
 
 def _gemm_cost(
@@ -159,12 +341,13 @@ def _gemm_cost(
     out: TensorType,
     attrs: Mapping[str, AttrValue],
     work: KernelWork,
+    transposed_b: bool = False,
 ) -> KernelCost:
     """A matrix kernel at its explicit tile, else at the model's best tile that leaves
-    room for the epilogue."""
+    room for the epilogue (`transposed_b`: B is turned on chip, as matmul_nt's)."""
     cost = kernel_cycles(hw, work)
-    epilogue = _epilogue_bytes(REGISTRY[op_name], in_types, out, work.kind == "conv")
-    transposed = op_name == "matmul_nt"
+    epilogue = _epilogue_bytes(REGISTRY[op_name], in_types, out, work.kind == "conv", work.gemms)
+    transposed = op_name == "matmul_nt" or transposed_b
     tile = node_tile(attrs)
     if tile is not None:
         return tiled_cost(hw, work, tile, epilogue, transposed)
@@ -184,11 +367,13 @@ class ProgramCost:
 
 
 def program_cost(graph, hw: Hardware) -> ProgramCost:
-    """Kernels run one after another: the program costs the sum of its live kernels."""
+    """Kernels run one after another: the program costs the sum of its live kernels
+    (weights prepared at load time cost nothing per inference: eqsat/weights.py)."""
     live = graph.live()
+    prepared = prepared_nodes(graph)
     cycles = dram = kernels = infeasible = 0
     for i, node in graph:
-        if not live[i]:
+        if not live[i] or i in prepared:
             continue
         in_types = [graph.nodes[j].type for j in node.inputs]
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)

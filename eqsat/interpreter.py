@@ -7,7 +7,7 @@ bf16 graph behaves like hardware that accumulates in f32 and stores bf16.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -91,6 +91,24 @@ def evaluate_nodes(graph: Graph, bindings: Mapping[str, np.ndarray]) -> list[np.
         if live[i]:
             values[i] = _evaluate_node(node, values, bindings, graph.constants)
     return values
+
+
+def evaluate_selected(
+    graph: Graph, bindings: Mapping[str, np.ndarray], targets: Iterable[int]
+) -> dict[int, np.ndarray]:
+    """The values of the `targets` nodes, evaluating only what they depend on (weights
+    prepared at load time need the params, not the inputs)."""
+    wanted = set(targets)
+    need = [i in wanted for i in range(len(graph.nodes))]
+    for i in range(len(graph.nodes) - 1, -1, -1):
+        if need[i]:
+            for j in graph.nodes[i].inputs:
+                need[j] = True
+    values: list[np.ndarray | None] = [None] * len(graph.nodes)
+    for i, node in graph:
+        if need[i]:
+            values[i] = _evaluate_node(node, values, bindings, graph.constants)
+    return {i: values[i] for i in wanted}  # type: ignore[misc]
 
 
 def _evaluate_node(

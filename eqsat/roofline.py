@@ -12,7 +12,7 @@ The model's bound does not move. It is the busiest of:
   constants read once and its outputs written once.
 
 Layout ops (transpose, slice, concat, ...) and reshapes compute nothing and count for
-nothing. A program may beat the bound by computing less than the model writes
+nothing; neither does the work of weights prepared at load time (eqsat/weights.py). A program may beat the bound by computing less than the model writes
 (algebra) or in a faster dtype (int8 after quantization): its share is then above 1.
 """
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from eqsat.costs import kernel_work
 from eqsat.ir.graph import Graph
+from eqsat.weights import prepared_nodes
 from hwsim.hardware import Hardware
 
 _DRAM_LEAVES = ("input", "param", "literal")
@@ -44,10 +45,11 @@ class Roofline:
 
 def model_roofline(graph: Graph, hw: Hardware) -> Roofline:
     live = graph.live()
+    prepared = prepared_nodes(graph)  # load-time work: not part of an inference
     macs: Counter[str] = Counter()
     vector_ops = dram = 0
     for i, node in graph:
-        if not live[i]:
+        if not live[i] or i in prepared:
             continue
         if node.is_leaf:
             if node.op in _DRAM_LEAVES:

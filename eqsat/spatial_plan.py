@@ -20,6 +20,7 @@ grouped convolutions run one GEMM per group.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +29,8 @@ from dataclasses import dataclass, replace
 from eqsat.ir.strides import Strides, broadcast_strides, coalesce, row_major
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, OpDef
-from eqsat.ops.fused import body_nodes
+from eqsat.ops.fused import body_nodes, contraction_of
+from eqsat.ops.mathfn import clip_bounds
 from eqsat.ops.spatial import Window2d, pad_widths, window2d
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, LoopWork, loop_cycles, step_cycles
@@ -44,6 +46,56 @@ def is_depthwise(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> b
     """Does this conv2d run as a depthwise window kernel? (groups > 1, C/groups == 1)"""
     groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
     return groups > 1 and w.shape[1] == 1 and x.shape[1] == groups
+
+
+def is_pointwise(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> bool:
+    """Does this convolution run as a plain batched matmul, with no prep kernel? A 1x1
+    kernel at stride 1 without padding or groups: per image out[O, H*W] = w[O, C] @
+    x[C, H*W], reading the NCHW input and writing the NCHW output as they are."""
+    pad = tuple(attrs.get("padding", (0, 0)))  # type: ignore[call-overload]
+    stride = tuple(attrs.get("stride", (1, 1)))  # type: ignore[call-overload]
+    groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
+    return w.shape[2:] == (1, 1) and stride == (1, 1) and pad == (0, 0) and groups == 1
+
+
+def pointwise_work(work: KernelWork, x: TensorType, w: TensorType) -> KernelWork:
+    """A pointwise convolution's GEMM as the backend runs it: batch N of M = O output
+    channels, N = H*W pixels, K = C; the weights (A) are loaded again for every image,
+    as a batched matmul's own A would be."""
+    n, c, h, wd = x.shape
+    o = w.shape[0]
+    reloaded = (n - 1) * w.nbytes
+    return replace(
+        work,
+        kind="matmul",
+        m=o,
+        n=h * wd,
+        k=c,
+        batch=n,
+        bytes_in=work.bytes_in + reloaded,
+        patch=(),
+    )
+
+
+def transposed_work(work: KernelWork, x: TensorType, w: TensorType, out: TensorType) -> KernelWork:
+    """A convolution run as weights @ patches (backend/conv_transposed.py): batch N of
+    M = O output channels, N = HO*WO pixels, K = KH*KW*C; the patches of the padded
+    image are B, the weights (A, [O, KH*KW*C]) are loaded again for every image.
+    Output channels then fill the array's streamed rows instead of its columns, which
+    pays where O is below the array's width."""
+    n, o = x.shape[0], w.shape[0]
+    ho, wo = out.shape[2], out.shape[3]
+    return replace(
+        work,
+        kind="matmul",
+        m=o,
+        n=ho * wo,
+        k=w.shape[1] * w.shape[2] * w.shape[3],
+        batch=n,
+        bytes_in=work.bytes_in + (n - 1) * w.nbytes,
+        patch=(),
+        patch_b=work.patch,
+    )
 
 
 def conv_window(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> Window2d:
@@ -515,6 +567,184 @@ def fill_stream(shape: Sequence[int], strides: Strides, isz: int) -> Stream:
     return Stream(tuple(shape), tuple(strides), isz, (), ("add",), zero=True)
 
 
+# ----------------------------------------------------------------- the image prep
+# conv_prep.nhwc_image as one pipelined loop of row blocks (backend/conv_prep.py
+# emits exactly this plan): per image (and group), `block` rows of x at a time (a
+# divisor of its rows) are loaded as one [C/G, block*W] DMA (channel planes are
+# row-major) and turned on chip, one transpose per row, into an SRAM tile laid out as
+# whole padded NHWC rows: the border rows above and below and the border columns hold
+# the fill from the prologue on (the transposes never touch them), so each step is one
+# contiguous store - of the top border too for an image's first block, of the bottom
+# border too for its last. When not even a one-row tile fits SRAM, or x has no row
+# inside the image, the streams of nhwc_prep below.
+
+
+@dataclass(frozen=True)
+class PrepPlan:
+    """The row-block loop of an image prep (see above)."""
+
+    images: int  # groups * N images, [G, N] order
+    cg: int  # channels of one image (C / groups)
+    inner: tuple[int, int]  # rows and columns of x written
+    top_left: tuple[int, int]  # where x's first row and column go
+    rows_cols: tuple[int, int]  # the padded image
+    block: int  # rows of x per step, a divisor of inner[0]
+    isz: int
+    whole_rows: bool  # a block's rows of x loaded by one DMA (all their columns kept)
+
+    @property
+    def borders(self) -> tuple[int, int]:
+        """Padded rows above and below x's rows."""
+        top, rows = self.top_left[0], self.rows_cols[0]
+        return top, rows - top - self.inner[0]
+
+    @property
+    def slot_rows(self) -> int:
+        """Rows of an output slot: a spare first row (the element the zeroing load
+        brings in), the top border, a block, the bottom border."""
+        return 1 + self.block + sum(self.borders)
+
+    @property
+    def steps(self) -> int:
+        """Steps of the loop, one store each."""
+        return self.images * (self.inner[0] // self.block)
+
+    stores = steps
+
+    def tiles(self) -> list[tuple[int, int, int]]:
+        """The SRAM tiles in allocation order: two input slots, two output slots."""
+        row = self.rows_cols[1] * self.cg
+        slot_in = (self.cg, self.block * self.inner[1], self.isz)
+        return [slot_in, slot_in, *[(self.slot_rows, row, self.isz)] * 2]
+
+
+def prep_plan(
+    hw: Hardware,
+    x: Sequence[int],
+    isz: int,
+    top_left: tuple[int, int],
+    rows_cols: tuple[int, int],
+    groups: int = 1,
+    fill: bool = False,
+) -> PrepPlan | None:
+    """The row-block loop of conv_prep.nhwc_image for a row-major x [N, C, H, W], with
+    the block the price finds fastest (`fill`: the fill value is not zero); None when
+    the streams are used instead (x has no row inside the image, or no block fits)."""
+    return _prep_plan(hw, tuple(x), isz, tuple(top_left), tuple(rows_cols), groups, fill)
+
+
+@functools.cache
+def _prep_plan(hw, x, isz, top_left, rows_cols, groups, fill) -> PrepPlan | None:
+    n, ch, h, wd = x
+    (top, left), (rows, cols) = top_left, rows_cols
+    hh, ww = min(h, max(0, rows - top)), min(wd, max(0, cols - left))
+    if not hh or not ww or top >= rows or left >= cols:
+        return None
+    base = PrepPlan(groups * n, ch // groups, (hh, ww), (top, left), (rows, cols), 1, isz, ww == wd)
+    best = None
+    for block in (d for d in range(1, hh + 1) if hh % d == 0):
+        plan = replace(base, block=block)
+        if tiles_end(plan.tiles()) > hw.sram_bytes:
+            break
+        cycles = prep_cycles(hw, plan, fill)
+        if best is None or cycles < best[0]:
+            best = (cycles, plan)
+    return None if best is None else best[1]
+
+
+def _prep_steps(hw: Hardware, plan: PrepPlan) -> Repeat:
+    """The steps of a prep plan: per image, its blocks (the first and the last storing
+    the border rows too)."""
+    (hh, ww), cg, isz, block = plan.inner, plan.cg, plan.isz, plan.block
+    row = plan.rows_cols[1] * cg
+    top, bottom = plan.borders
+    count = hh // block
+    pieces = [cg * block * ww * isz] if plan.whole_rows else [cg * ww * isz] * block
+    transpose = block * timing.vector_cycles(hw, cg * ww, "transpose")
+
+    def step(rows: int) -> Step:
+        store = rows * row * isz
+        transfer = sum(timing.dma_transfer_cycles(hw, b) for b in [*pieces, store])
+        loads = tuple(timing.dma_cycles(hw, b) for b in pieces)
+        return Step(loads, transpose, timing.dma_cycles(hw, store), transfer, sum(pieces) + store)
+
+    if count == 1:
+        body: tuple = (step(top + block + bottom),)
+    else:
+        middle = (Repeat(count - 2, (step(block),)),) if count > 2 else ()
+        body = (step(top + block), *middle, step(block + bottom))
+    return Repeat(plan.images, body)
+
+
+def _prep_fill_cycles(hw: Hardware, plan: PrepPlan) -> int:
+    """Compute cycles of the prologue's fill (one that is not zero): added to the
+    border rows and border columns of both output slots."""
+    row, cg = plan.rows_cols[1] * plan.cg, plan.cg
+    left = plan.top_left[1]
+    right = plan.rows_cols[1] - left - plan.inner[1]
+    regions = [b * row for b in plan.borders] + [plan.block * w * cg for w in (left, right)]
+    return 2 * sum(timing.vector_cycles(hw, r, "add") for r in regions if r)
+
+
+PREP_ZERO_LOADS = 2  # one element loaded into each output slot: zeros the rest
+
+
+def prep_cycles(hw: Hardware, plan: PrepPlan, fill: bool = False) -> float:
+    """Cycles of a prep plan's loop (launch not included), run through the queues; the
+    prologue's loads are DMAs of their own (each holds an engine until it lands)."""
+    q = Queues(hw)
+    landing = 0.0
+    for _ in range(PREP_ZERO_LOADS):
+        q.load, landed = q.dma(q.start(q.load), timing.dma_cycles(hw, plan.isz))
+        landing = max(landing, landed)
+    q.compute = landing + (_prep_fill_cycles(hw, plan) if fill else 0)
+    q.run(_prep_steps(hw, plan))
+    return q.drain()
+
+
+def prep_plan_cost(hw: Hardware, plan: PrepPlan, fill: bool = False) -> KernelCost:
+    """The price of a prep kernel run as `plan`."""
+    copy = _prep_fill_cycles(hw, plan) if fill else 0
+    zero = (PREP_ZERO_LOADS * timing.dma_cycles(hw, plan.isz), copy)
+    stream = StreamPlan((plan.block, plan.cg), _prep_steps(hw, plan), zero)
+    totals = loop_cycles(hw, merge_streams([plan_loop(hw, stream)]))
+    cycles = hw.launch_cycles + prep_cycles(hw, plan, fill)
+    return replace(totals, cycles=math.ceil(cycles))
+
+
+def image_prep_cost(
+    hw: Hardware,
+    x: Sequence[int],
+    isz: int,
+    top_left: tuple[int, int],
+    rows_cols: tuple[int, int],
+    groups: int = 1,
+    fill: bool = False,
+) -> KernelCost:
+    """The prep kernel conv_prep.nhwc_image emits for a row-major x: its row-block
+    loop, else its streams."""
+    plan = prep_plan(hw, x, isz, top_left, rows_cols, groups, fill)
+    if plan is not None:
+        return prep_plan_cost(hw, plan, fill)
+    return kernel_cost(hw, nhwc_prep(x, isz, top_left, rows_cols, groups))
+
+
+def image_prep_stores(
+    hw: Hardware,
+    x: Sequence[int],
+    isz: int,
+    top_left: tuple[int, int],
+    rows_cols: tuple[int, int],
+    groups: int = 1,
+    fill: bool = False,
+) -> int:
+    """Store instructions of that prep kernel (its plan's, else its streams' tiles)."""
+    plan = prep_plan(hw, x, isz, top_left, rows_cols, groups, fill)
+    if plan is not None:
+        return plan.stores
+    return sum(stream_loop(hw, s).steps for s in nhwc_prep(x, isz, top_left, rows_cols, groups))
+
+
 # ----------------------------------------------------------------- kernels
 
 
@@ -743,7 +973,13 @@ def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs)
     if op.composition is None:
         return (), ()
     body = body_nodes(op.composition, op.operands, in_types, attrs)
-    ops = [_VECTOR_OP.get(b.op.name, b.op.name) for b in body if b.op.name != "conv2d"]
+    ops = []
+    for b in body:
+        if b.op.name == "clip":  # a max and a min per bound it has (backend ewise_masks)
+            lo, hi = clip_bounds(b.out.dtype, b.attrs)
+            ops += [name for name, bound in (("max", lo), ("min", hi)) if bound is not None]
+        elif b.op.name != "conv2d":
+            ops.append(_VECTOR_OP.get(b.op.name, b.op.name))
     extra = [(broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in in_types[2:]]
     return tuple(ops), tuple(extra)
 
@@ -782,32 +1018,75 @@ def planned_cost(
                 kind = "avg"
         prep, main = window_streams(x, g, out.dtype.itemsize, kind)
         if prep:
-            kernels.insert(0, kernel_cost(hw, prep))
+            kernels.insert(0, window_prep_cost(hw, x, g, kind == "max"))
         return add_costs([*kernels, kernel_cost(hw, [main])])
     if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
         return None  # not a grouped convolution: not planned here
-    conv = _conv_of(op, in_types, attrs)
-    if conv is None or not is_depthwise(conv[0], conv[1], conv[2]):
-        return None
+    conv = conv_of(op, in_types, attrs)
+    if conv is None or contraction_of(op_name) != "conv2d" or not is_depthwise(*conv):
+        return None  # (a grouped qconv2d runs one GEMM per group)
     x, w, cattrs = conv
     g = conv_window(x, w, cattrs)
     ops, extra = _epilogue(op, in_types, out, attrs)
     prep, main = window_streams(
         x, g, out.dtype.itemsize, "dw", w.shape[0] // x.shape[1], extra, ops
     )
-    return add_costs([kernel_cost(hw, s) for s in (prep, [main]) if s])
+    kernels = [window_prep_cost(hw, x, g, False)] if prep else []
+    return add_costs([*kernels, kernel_cost(hw, [main])])
 
 
-def _conv_of(op: OpDef, in_types: Sequence[TensorType], attrs):
-    """(x, w, attributes) of the conv2d an op is or fuses, or None."""
-    if op.name == "conv2d":
+def window_prep_cost(hw: Hardware, x: TensorType, g: Window2d, fill: bool) -> KernelCost:
+    """The prep of a window kernel in the nhwc layout: the padded image its windows
+    read (`fill`: not zeros, max pooling's)."""
+    pads, rows_cols = (g.pads[0], g.pads[1]), (g.rows, g.cols)
+    return image_prep_cost(hw, x.shape, x.dtype.itemsize, pads, rows_cols, 1, fill)
+
+
+def conv_of(op: OpDef, in_types: Sequence[TensorType], attrs):
+    """(x, w, attributes) of the conv2d or qconv2d an op is or fuses, or None."""
+    if op.name in _CONVS:
         return in_types[0], in_types[1], attrs
     if op.composition is None:
         return None
     for b in body_nodes(op.composition, op.operands, in_types, attrs):
-        if b.op.name == "conv2d":
+        if b.op.name in _CONVS:
             return b.in_types[0], b.in_types[1], b.attrs
     return None
+
+
+_CONVS = ("conv2d", "qconv2d")
+
+
+def conv_gemm_work(
+    op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object], work: KernelWork
+) -> KernelWork:
+    """The GEMM a conv2d or qconv2d kernel (fused or not) runs: the matmul form of a
+    pointwise convolution, else the implicit GEMM `work` as it is."""
+    conv = conv_of(REGISTRY[op_name], in_types, attrs)
+    if conv is None or not is_pointwise(*conv):
+        return work
+    return pointwise_work(work, conv[0], conv[1])
+
+
+def conv_transposed_work(
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, object],
+    work: KernelWork,
+) -> KernelWork | None:
+    """The weights @ patches GEMM of an ungrouped, not pointwise conv2d or qconv2d
+    (fused or not), or None."""
+    conv = conv_of(REGISTRY[op_name], in_types, attrs)
+    if conv is None or is_pointwise(*conv) or int(conv[2].get("groups", 1)) > 1:
+        return None
+    return transposed_work(work, conv[0], conv[1], _conv_out(conv))
+
+
+def _conv_out(conv) -> TensorType:
+    x, w, attrs = conv
+    g = conv_window(x, w, attrs)
+    return TensorType(x.dtype, (x.shape[0], w.shape[0], *g.out_hw))
 
 
 def group_share(work: KernelWork, groups: int) -> KernelWork:
@@ -823,8 +1102,24 @@ def group_share(work: KernelWork, groups: int) -> KernelWork:
 
 
 def grouped_prep_cost(hw: Hardware, x: TensorType, attrs: Mapping[str, object]) -> KernelCost:
-    """The prep kernel of a grouped convolution's GEMMs: the group-major padded image."""
+    """The prep kernel of a convolution's GEMMs (backend/conv_prep.py conv_inputs): the
+    padded NHWC image, group-major with groups (a qconv2d's padded with its a_zero)."""
     ph, pw = attrs["padding"]  # type: ignore[misc]
     h, w = x.shape[2] + 2 * ph, x.shape[3] + 2 * pw
-    groups = int(attrs["groups"])  # type: ignore[call-overload]
-    return kernel_cost(hw, nhwc_prep(x.shape, x.dtype.itemsize, (ph, pw), (h, w), groups))
+    groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
+    fill = int(attrs.get("a_zero", 0)) != 0  # type: ignore[call-overload]
+    return image_prep_cost(hw, x.shape, x.dtype.itemsize, (ph, pw), (h, w), groups, fill)
+
+
+def conv_prep_cost(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object]
+) -> KernelCost | None:
+    """The prep kernel in front of the implicit GEMM of a conv2d or qconv2d (fused or
+    not): None for other ops and for depthwise convolutions (window kernels)."""
+    conv = conv_of(REGISTRY[op_name], in_types, attrs)
+    if conv is None:
+        return None
+    x, w, cattrs = conv
+    if is_depthwise(x, w, cattrs):
+        return None
+    return grouped_prep_cost(hw, x, cattrs)

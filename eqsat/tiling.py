@@ -108,7 +108,7 @@ def tile_sram_bytes(
     b_buffers = 3 if transposed_b else 2
     return (
         2 * tm * tk * s
-        + b_buffers * tk * tn * s
+        + work.gemms * b_buffers * tk * tn * s
         + (out_itemsize(work.dtype) + epilogue) * tm * tn
         + work.working_set_bytes
         + SRAM_MARGIN
@@ -131,7 +131,7 @@ def tiled_cost(
     t = clamp(tile, work)
     tm, tn, _ = t
     need = tile_sram_bytes(work, t, epilogue, transposed_b)
-    if need <= hw.sram_bytes and 4 * tm * tn <= hw.acc_bytes:
+    if need <= hw.sram_bytes and 4 * tm * tn * work.gemms <= hw.acc_bytes:
         return matmul_tiling_cost(hw, work, t)
     spill = 2 * math.ceil(need / hw.sram_bytes) * (work.bytes_in + work.bytes_out + need)
     cost = matmul_tiling_cost(hw, work, t, spill)
@@ -191,7 +191,7 @@ def fitting_search_cost(
     best = None
     for tm in pow2_multiples(hw.array_rows, work.m):
         for tn in pow2_multiples(hw.array_cols, work.n):
-            if 4 * tm * tn > hw.acc_bytes:
+            if 4 * tm * tn * work.gemms > hw.acc_bytes:
                 continue
             fits = [
                 tk

@@ -1,8 +1,9 @@
 """Vector-unit work of the elementwise kernels whose instructions are known exactly.
 
-For the math and mask ops (eqsat/ops/mathfn.py, eqsat/ops/masks.py) this maps the
-registry op to the vector instructions its kernel runs on every element - the ones
-the backend's tile expression emits (backend/ewise_masks.py) - and prices them with
+For the math, mask and number-format ops (eqsat/ops/mathfn.py, masks.py, quant.py)
+this maps the registry op to the vector instructions its kernel runs on every
+element - the ones the backend's tile expression emits (backend/ewise_masks.py,
+backend/ewise_ops.py) - and prices them with
 hwsim's lane passes (hwsim.timing.OP_PASSES). The cost model uses that instead of
 the op's FLOP count, so that the estimate and the simulator count the same lane work.
 """
@@ -37,10 +38,29 @@ LANE_OPS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _conversion_ops(op_name: str, attrs: Mapping[str, AttrValue], out_dtype: str) -> tuple:
+    """quantize: divide by the scale, round into i32, add the zero point or narrow;
+    dequantize: widen to f32, subtract the zero point, scale; requantize: one
+    requantize instruction into i8, else through f32 (backend/ewise_ops.py)."""
+    zp = bool(attrs.get("zero_point", 0))
+    if op_name == "quantize":
+        return ("div", "copy", *(("add",) if zp else (("copy",) if out_dtype != "i32" else ())))
+    if op_name == "dequantize":
+        return ("copy", *(("sub",) if zp else ()), "mul")
+    if out_dtype == "i8":
+        return ("requantize",)
+    return ("copy", "mul", "copy", *(("add",) if zp else ()))
+
+
 def lane_ops(
-    op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, AttrValue]
+    op_name: str,
+    in_types: Sequence[TensorType],
+    attrs: Mapping[str, AttrValue],
+    out_dtype: str = "f32",
 ) -> tuple[str, ...] | None:
     """The vector instructions per element of the op's kernel, or None if not known."""
+    if op_name in ("quantize", "dequantize", "requantize"):
+        return _conversion_ops(op_name, attrs, out_dtype)
     if op_name == "clip":
         lo, hi = clip_bounds(in_types[0].dtype, attrs)
         binding = tuple(op for op, bound in (("max", lo), ("min", hi)) if bound is not None)
@@ -55,7 +75,7 @@ def vector_passes(
     attrs: Mapping[str, AttrValue],
 ) -> int | None:
     """Lane passes of the op's kernel over its whole output, or None if not known."""
-    ops = lane_ops(op_name, in_types, attrs)
+    ops = lane_ops(op_name, in_types, attrs, out.dtype.value)
     if ops is None:
         return None
     return out.numel * sum(OP_PASSES[op] for op in ops)

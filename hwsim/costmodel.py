@@ -20,6 +20,10 @@ Matmul / conv (implicit GEMM, C[m,n] = A[m,k] @ B[k,n], `batch` times).
             use their real sizes)
   vector  = batch * nM*nN * vector_cycles(tm*tn, move) + ceil(vector_ops/L) + epilogue issue
   The tile shape minimising the total below is chosen.
+  A gated product (`gemms` = 2: act(x @ wg) * (x @ wu)) multiplies each A tile by
+  `gemms` B tiles into as many accumulators: matrix cycles, B bytes and B loads scale
+  by `gemms`, and so do the B slots in SRAM and the accumulator; A and the output
+  count once.
 
 Vector / layout kinds stream their data through SRAM in double-buffered chunks of at
 most sram_bytes/4 (whole working sets each); compute = ceil(vector_ops/L) + I per
@@ -67,6 +71,14 @@ class KernelWork:
     bytes_in: int = 0  # DRAM bytes read by an unfused run (each input once)
     bytes_out: int = 0  # DRAM bytes written (each output once)
     working_set_bytes: int = 0  # must stay resident in SRAM (matmul: besides the tiles)
+    gemms: int = 1  # matmul: B operands each A tile multiplies, one accumulator each (gated: 2)
+    # conv: (output row width, K run of one kernel row = KW*C, bytes of the input image):
+    # an A tile is one strided DMA per (output row, kernel row) it touches and moves its
+    # m x k patch elements (backend/contract.py PatchLoader), not the image once
+    patch: tuple[int, int, int] = ()
+    # the same for B = the transposed patches [K, pixels] of one image (a convolution
+    # run as weights @ patches): loaded pixel-major in those pieces, turned on chip
+    patch_b: tuple[int, int, int] = ()
 
 
 @dataclass(frozen=True)
@@ -139,10 +151,10 @@ def _matmul_tiles(hw: Hardware, w: KernelWork) -> Iterator[tuple[int, int, int]]
     budget = hw.sram_bytes - w.working_set_bytes
     for tm in pow2_multiples(R, w.m):
         for tn in pow2_multiples(C, np_):
-            if 4 * tm * tn > hw.acc_bytes:
+            if 4 * tm * tn * w.gemms > hw.acc_bytes:
                 continue
             for tk in reversed(pow2_multiples(R, kp)):
-                if 2 * (tm * tk + tk * tn) * s + 2 * tm * tn * s_out <= budget:
+                if 2 * (tm * tk + w.gemms * tk * tn) * s + 2 * tm * tn * s_out <= budget:
                     yield tm, tn, tk
                     break
 
@@ -174,20 +186,38 @@ def matmul_tiling_cost(
     epilogue = math.ceil(w.vector_ops / hw.vector_lanes) + (
         hw.issue_cycles * out_tiles if w.vector_ops else 0
     )
-    compute = w.batch * (matrix + move) + epilogue
-    b_bytes = w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
+    compute = w.batch * (w.gemms * matrix + move) + epilogue
+    b_bytes = w.gemms * w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
     a_bytes = w.batch * w.m * w.k * s if w.kind == "matmul" else max(0, w.bytes_in - b_bytes)
     reads_a = 1 if nk == 1 else nn
     reads_b = 1 if nk == 1 and nn == 1 else nm
-    dram = w.bytes_in + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
+    if w.kind == "conv":  # the weights are loaded again for every image
+        reads_b *= w.batch
+    once = w.bytes_in  # every input read once
+    if w.patch:  # the image is not read once: its patches are, reads_a times
+        a_bytes = w.batch * w.m * w.k * s
+        once += a_bytes - w.patch[2]
+    dram = once + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
     loads_a = w.batch * (nm if nk == 1 else nm * nn * nk)
-    loads_b = w.batch * (1 if nk == 1 and nn == 1 else nm * nn * nk)
+    if w.patch:
+        pieces = _runs(w.m, tm, w.patch[0]) * _runs(w.k, tk, w.patch[1])
+        loads_a = w.batch * pieces * (1 if nk == 1 else nn)
+    loads_b = w.gemms * w.batch * (1 if nk == 1 and nn == 1 else nm * nn * nk)
+    if w.patch_b:  # read as patches, each B tile load in pieces, then transposed
+        b_loads = w.batch * (1 if nk == 1 and nn == 1 else nm)
+        dram += b_bytes - w.patch_b[2]
+        loads_b = b_loads * _runs(w.n, tn, w.patch_b[0]) * _runs(w.k, tk, w.patch_b[1])
+        compute += b_loads * sum(
+            cn * ck * timing.vector_cycles(hw, sn * sk, "transpose")
+            for sn, cn in _splits(w.n, tn)
+            for sk, ck in _splits(w.k, tk)
+        )
     dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, out_tiles)
     steps = w.batch * nm * nn * nk
     return KernelCost(
         cycles=_total(hw, compute, dma, steps),
         compute_cycles=compute,
-        matrix_cycles=w.batch * matrix,
+        matrix_cycles=w.batch * w.gemms * matrix,
         vector_cycles=w.batch * move + epilogue,
         dma_cycles=dma,
         dram_bytes=dram,
@@ -195,6 +225,13 @@ def matmul_tiling_cost(
         spill_bytes=spill,
         tile=(tm, tn, tk),
     )
+
+
+@functools.cache
+def _runs(total: int, tile: int, run: int) -> int:
+    """Pieces of `run` elements (rows of pixels, kernel rows) that the tiles of `tile`
+    over `total` touch, summed over the tiles."""
+    return sum((t + min(tile, total - t) - 1) // run - t // run + 1 for t in range(0, total, tile))
 
 
 def _matmul(hw: Hardware, w: KernelWork) -> KernelCost:

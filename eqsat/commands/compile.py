@@ -80,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
         f"{human_bytes(fp.naive_bytes)} with one buffer per value ({saved:.0%} saved)",
         file=out,
     )
+    prepared = compiled.prepared_weights()
+    if prepared:
+        print(
+            f"{len(prepared)} weights prepared at load time (computed from the params when "
+            f"the program is fed, not by the program): {', '.join(n for n, _ in prepared)}",
+            file=out,
+        )
     if quant is not None:
         for line in quant_cli.summary_lines(quant, lowered):
             print(line, file=out)

@@ -84,6 +84,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
     if quant is not None:  # the simulated int8 program against the float model
         quant.sqnr = {k: sqnr_db(reference[k], outputs[k]) for k in reference}
     args.roofline = model_roofline(graph, hw)
+    args.prepared = compiled.prepared_weights()
     return hw, compiled.program, result.report, outputs, errors, quant
 
 
@@ -177,12 +178,24 @@ def format_report(d: dict) -> str:
         f"peak SRAM     {human_bytes(d['peak_sram_bytes'])}; {d['instructions']:,} instructions, "
         f"{len(d['kernels'])} kernels",
     ]
+    if d.get("prepared_weights"):
+        lines.append(prepared_line(d["prepared_weights"]))
     if d["max_abs_error"] is not None:
         lines.append(
             f"vs reference  max abs error {d['max_abs_error']:.3g}, "
             f"max rel error {d['max_rel_error']:.3g}"
         )
     return "\n".join(lines)
+
+
+def prepared_line(prepared: list[dict]) -> str:
+    """The weights computed once at load time, not per inference (eqsat/weights.py)."""
+    total = sum(p["bytes"] for p in prepared)
+    names = ", ".join(p["buffer"] for p in prepared[:4]) + (", ..." if len(prepared) > 4 else "")
+    return (
+        f"weights       {len(prepared)} prepared at load time ({human_bytes(total)}: {names}),"
+        " not counted per inference"
+    )
 
 
 def _bound(d: dict) -> str:
@@ -200,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
         d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+    if not is_asm:
+        d["prepared_weights"] = [
+            {"buffer": name, "bytes": size} for name, size in getattr(args, "prepared", [])
+        ]
     if args.output:
         onnx = getattr(args, "loaded_onnx", None)
         save_arrays(args.output, onnx.results(outputs) if onnx is not None else outputs)

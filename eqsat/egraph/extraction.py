@@ -20,6 +20,7 @@ from eqsat.egraph.decode import DecodedEGraph, ENode, decode
 from eqsat.egraph.typing import TypedEGraph, type_egraph
 from eqsat.extract import EGraph, Extraction, NodeSpec, extract
 from eqsat.ir.graph import Graph, GraphBuilder
+from eqsat.weights import eclass_value_classes, is_prepared
 from hwsim.hardware import Hardware
 
 
@@ -56,10 +57,16 @@ def price(serialized: dict[str, Any], hw: Hardware) -> PricedEGraph:
     costs: dict[str, float] = {}
     by_id: dict[str, ENode] = {}
     memo: dict[tuple, float] = {}
+    values = eclass_value_classes(typed.decoded.classes, lambda n: n.children, lambda n: n.op)
     for nodes in typed.decoded.classes.values():
         for n in nodes:
             by_id[n.id] = n
             if n.id not in typed.node_types:
+                continue
+            if all(c in values for c in n.children) and is_prepared(
+                n.op, (values[c] for c in n.children)
+            ):
+                costs[n.id] = 0.0  # computed once when the weights are loaded
                 continue
             in_types = tuple(typed.class_types[c] for c in n.children)
             key = (n.op, in_types, n.attrs)

@@ -1,6 +1,7 @@
 """The op registry. Importing this package registers every op."""
 
 from eqsat.ops import (  # noqa: F401
+    attention,
     elementwise,
     fused,
     layout,

@@ -9,6 +9,7 @@ intermediate tensors in DRAM. That difference is what fusion buys.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -47,12 +48,18 @@ def call(op: str, *args: Call | str, **attrs: object) -> Call:
     return Call(op, args, attrs)
 
 
-def _walk(body: Call | str, env: Mapping[str, object], attrs: Attrs, leaf, node):
+def _walk(body: Call | str, env: Mapping[str, object], attrs: Attrs, leaf, node, seen=None):
+    """Evaluate a body bottom-up. A call object used twice in a body (the product in
+    mul(g, sigmoid(g))) is one node: evaluated, typed and counted once."""
     if isinstance(body, str):
         return leaf(env[body])
-    args = [_walk(a, env, attrs, leaf, node) for a in body.args]
+    seen = {} if seen is None else seen
+    if id(body) in seen:
+        return seen[id(body)]
+    args = [_walk(a, env, attrs, leaf, node, seen) for a in body.args]
     given = {k: attrs[v.name] if isinstance(v, AttrRef) else v for k, v in body.attrs.items()}
-    return node(REGISTRY[body.op], args, given)
+    seen[id(body)] = out = node(REGISTRY[body.op], args, given)
+    return out
 
 
 def _infer_node(op: OpDef, arg_types, given):
@@ -217,8 +224,52 @@ fused(
     call("relu", call("add", _CONV_BIAS, "r")),
     _CONV_ATTRS,
 )
+# clip(conv(x, w) + b): ReLU6 (MobileNet's activation) and other bounded activations
+fused(
+    "conv2d_bias_clip",
+    ("x", "w", "b"),
+    call("clip", _CONV_BIAS, min=AttrRef("min"), max=AttrRef("max")),
+    (
+        *_CONV_ATTRS,
+        AttrSpec("min", AttrType.FLOAT, -math.inf, "lower bound"),
+        AttrSpec("max", AttrType.FLOAT, math.inf, "upper bound"),
+    ),
+)
 
 fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
 fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))
 # SiLU (swish): x * sigmoid(x) in one pass
 fused("silu", ("x",), call("mul", "x", call("sigmoid", "x")))
+
+# Matmul epilogues without a bias (LLaMA-style blocks have none): the residual add,
+# a scalar scale (attention scores), an activation. ORT's FusedMatMul, XLA's output
+# fusions.
+_MM = call("matmul", "x", "w")
+fused("matmul_add", ("x", "w", "r"), call("add", _MM, "r"), _TILE)
+fused("matmul_scale", ("x", "w", "s"), call("mul", _MM, "s"), _TILE)
+fused("matmul_relu", ("x", "w"), call("relu", _MM), _TILE)
+fused(
+    "matmul_gelu",
+    ("x", "w"),
+    call("gelu", _MM, approximate=AttrRef("approximate")),
+    (GELU_APPROXIMATE, *_TILE),
+)
+# silu(x@w): the product is one node used twice (see _walk)
+fused("matmul_silu", ("x", "w"), call("mul", _MM, call("sigmoid", _MM)), _TILE)
+
+# Gated products (SwiGLU, GeGLU): two products of the same input, the gate's
+# activation times the up projection, in one kernel that reads x once and keeps two
+# accumulators (backend/gated.py).
+_GATE = call("matmul", "x", "wg")
+_UP = call("matmul", "x", "wu")
+fused(
+    "matmul_swiglu",
+    ("x", "wg", "wu"),
+    call("mul", call("mul", _GATE, call("sigmoid", _GATE)), _UP),
+)
+fused(
+    "matmul_geglu",
+    ("x", "wg", "wu"),
+    call("mul", call("gelu", _GATE, approximate=AttrRef("approximate")), _UP),
+    (GELU_APPROXIMATE,),
+)

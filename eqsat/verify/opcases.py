@@ -29,6 +29,7 @@ from eqsat.verify.cases import (
     first_operand,
     maybe,
 )
+from eqsat.verify.opcases_attention import ATTENTION_GENERATORS
 from eqsat.verify.opcases_masks import MASK_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
@@ -167,13 +168,26 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
     if first is not None:
         types[op.operands[0]] = first
     fused_attrs: dict[str, Any] = {}
+    seen: dict[int, TensorType] = {}  # a call used twice is one node (fused._walk)
+    weights: dict[str, TensorType] = {}  # products of one input pair their weights
 
     def walk(node) -> TensorType:
         if isinstance(node, str):
             return types[node]
+        if id(node) in seen:
+            return seen[id(node)]
+        seen[id(node)] = out = walk_new(node)
+        return out
+
+    def walk_new(node) -> TensorType:
         fixed = [types.get(a) if isinstance(a, str) else walk(a) for a in node.args]
         sub = REGISTRY[node.op]
         swap = False
+        pair = node.args[0] if OP_GENERATORS[node.op] is MATMUL else None
+        if isinstance(pair, str) and fixed[0] is not None and fixed[1] is None:
+            # a second product of the same input (a gated product's up projection)
+            # takes weights shaped as the first's, so that the halves pair
+            fixed[1] = weights.get(pair)
         if (
             fixed[0] is None
             and len(fixed) == 2
@@ -183,7 +197,7 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
             fixed, swap = fixed[::-1], True  # broadcasting is symmetric in shape
         if fixed[0] is not None and not accepts_first(node.op, fixed[0]):
             raise NoCase(f"{node.op} does not take {fixed[0]}")
-        if OP_GENERATORS[node.op] is BINARY and all(f is not None for f in fixed):
+        if OP_GENERATORS[node.op] in (BINARY, MATMUL) and all(f is not None for f in fixed):
             # Both operands already typed (mul(x, sigmoid(x))): nothing left to draw.
             case = OpCase(node.op, tuple(fixed))
         else:
@@ -197,6 +211,8 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
                 raise NoCase("operand type")
             if isinstance(a, str):
                 types[a] = got
+        if isinstance(pair, str):
+            weights.setdefault(pair, in_types[1])
         bound = case.bound_attrs()
         given = {}
         for key, value in node.attrs.items():
@@ -296,6 +312,7 @@ OP_GENERATORS.update(SCAN_GENERATORS)  # cumsum
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}
 )
+OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
 
 
 def accepts_first(op: str, t: TensorType) -> bool:

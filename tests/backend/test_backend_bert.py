@@ -32,7 +32,10 @@ def test_liveness_reuse_shrinks_bert_dram_footprint(optimized):
     fp = compile_graph(graph, load_hardware("edge")).footprint
     assert fp.planned_bytes < fp.naive_bytes
     scratch = sum(fp.arena_bytes.values())
-    assert scratch < 0.5 * (fp.naive_bytes - (fp.planned_bytes - scratch))
+    # the optimized layer (attention one kernel) keeps 11 intermediates of [128, 768],
+    # at most 6 of them live at once (the FFN's 4-wide hidden, its input, its output)
+    share = 0.6 if optimized else 0.5
+    assert scratch < share * (fp.naive_bytes - (fp.planned_bytes - scratch))
 
 
 def test_fused_kernels_apply_epilogues_on_chip():

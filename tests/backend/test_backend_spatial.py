@@ -304,8 +304,13 @@ def planned_stores(hw, op: str, types, attrs) -> dict[str, int]:
         if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
             kind, counts = "avg_map", plan.count_streams(g, include_pad)
     prep, main = plan.window_streams(x, g, x.dtype.itemsize, kind, mult)
-    parts = {"": [main], ".prep": prep, ".count": counts}
-    return {k: sum(plan.stream_loop(hw, s).steps for s in v) for k, v in parts.items() if v}
+    parts = {"": [main], ".count": counts}
+    stores = {k: sum(plan.stream_loop(hw, s).steps for s in v) for k, v in parts.items() if v}
+    if prep:  # the padded NHWC image: its row-block loop (or streams)
+        pads, side = (g.pads[0], g.pads[1]), (g.rows, g.cols)
+        isz = x.dtype.itemsize
+        stores[".prep"] = plan.image_prep_stores(hw, x.shape, isz, pads, side, 1, kind == "max")
+    return stores
 
 
 def check_window_kernel(hw_name: str, op: str, types, attrs, seed: int = 0) -> None:
@@ -425,10 +430,8 @@ def test_grouped_convolutions_prepare_many_channels_within_sram(hw_name, x, grou
     got, report, compiled = run_backend(graph, hw_name, bindings, races=False)
     assert_matches(graph, got, reference(graph, bindings))
     side = (x[2] + 2 * pad, x[3] + 2 * pad)
-    streams = plan.nhwc_prep(x, 4, (pad, pad), side, groups)
-    assert _main_stores(compiled, "conv2d.out.prep") == sum(
-        plan.stream_loop(hw, s).steps for s in streams
-    )
+    stores = plan.image_prep_stores(hw, x, 4, (pad, pad), side, groups)
+    assert _main_stores(compiled, "conv2d.out.prep") == stores
     sim = next(k.cycles for k in report.kernels if k.name == "conv2d.out.prep")
     model = plan.grouped_prep_cost(hw, xt, REGISTRY["conv2d"].bind_attrs(attrs)).cycles
     assert abs(model - sim) <= TOLERANCE["default"] * sim, f"model {model}, simulated {sim}"

@@ -65,6 +65,20 @@ def test_layout_ops_are_views_not_kernels():
     assert [k.role for k in compiled.kernels] == ["main"]  # only relu: no copies
 
 
+@pytest.mark.parametrize("same_shape_reshape", [False, True])
+def test_heads_merged_after_attention_are_written_in_place(same_shape_reshape):
+    """BERT's reshape(transpose(pv)) with the heads merged: the matmul writes its rows
+    in the transposed order, so the merge is a view, also through a reshape to the
+    same shape (as ONNX exporters write it)."""
+    pv = "reshape(matmul(p, v), shape=[2, 4, 8, 16])" if same_shape_reshape else "matmul(p, v)"
+    compiled = _check(
+        "input p: f32[2, 4, 8, 8]\n input v: f32[2, 4, 8, 16]\n param w: f32[64, 32]\n"
+        f" o = {pv}\n m = reshape(transpose(o, perm=[0, 2, 1, 3]), shape=[2, 8, 64])\n"
+        " y = matmul(m, w)\n output y"
+    )
+    assert [k.role for k in compiled.kernels] == ["main", "main"]  # the two matmuls
+
+
 # ------------------------------------------------------------------ planning
 
 

@@ -61,9 +61,12 @@ def test_fusion_is_turned_down_where_it_does_not_fit(rules):
     hw = load_hardware(TINY_SRAM)
     result = optimize(SOFTMAX_ROWS, rules, hw)
     assert result.saturation.rules_fired["softmax-stable"]  # the fused kernel was there
-    assert _ops(result.graph) == UNFUSED
+    ops = _ops(result.graph)
+    # the streaming kernels stay (the division may become a reciprocal of the row sums
+    # times e, one lane pass per element instead of four)
+    assert "softmax" not in ops and ops[:4] == UNFUSED[:4]
     assert result.after.infeasible == 0
-    _simulate(result.graph, hw)
+    assert _simulate(result.graph, hw) <= _simulate(SOFTMAX_ROWS, hw)
     # what extraction turned down: the fused kernel cannot keep a row in 16 KiB
     fused = optimize(SOFTMAX_ROWS, rules, load_hardware("edge")).graph
     with pytest.raises(BackendError, match="does not fit"):

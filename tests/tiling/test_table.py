@@ -9,6 +9,10 @@ import sys
 
 import pytest
 
+from eqsat.ir.graph import GraphBuilder
+from eqsat.ir.types import DType, TensorType
+from eqsat.pipeline import optimize
+from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from hwsim import load_hardware
 from tests.tiling.helpers import ROOT
 
@@ -21,16 +25,35 @@ _spec.loader.exec_module(table)
 def test_datacenter_bert_layer_tiles_are_within_10_percent_of_the_best():
     graph = table.optimized_bert(load_hardware("datacenter"), 128)
     kernels = table.matrix_kernels(graph)
-    assert len(kernels) == 6
+    # the projections (Q, K, V alike), the output projection and the two FFN matmuls
+    assert {k.op for k in kernels} >= {"matmul_bias", "matmul_bias_add", "matmul_bias_gelu"}
     for k in kernels:
         assert k.tile is not None, k.label
         row = table.compare("datacenter", k)
         assert row.gap <= table.TOLERANCE, (k.label, row)
 
 
+def _attention_products(hw):
+    """The BERT layer's two attention products, q @ kt and p @ v, tiled by extraction
+    (in the layer itself the attention rules make them one attention kernel)."""
+    b = GraphBuilder("products")
+    q, kt, p, v = (
+        b.leaf("input", name, TensorType(DType.F32, shape))
+        for name, shape in (
+            ("q", (1, 12, 128, 64)),
+            ("kt", (1, 12, 64, 128)),
+            ("p", (1, 12, 128, 128)),
+            ("v", (1, 12, 128, 64)),
+        )
+    )
+    b.output("s", b.add("matmul", [q, kt], {}, "s"))
+    b.output("o", b.add("matmul", [p, v], {}, "o"))
+    return optimize(b.graph, compile_rule_paths([DEFAULT_RULES_DIR]), hw).graph
+
+
 @pytest.mark.parametrize("which", [0, 1])
 def test_edge_attention_tiles_are_within_10_percent_of_the_best(which):
-    graph = table.optimized_bert(load_hardware("edge"), 128)
+    graph = _attention_products(load_hardware("edge"))
     attention = [k for k in table.matrix_kernels(graph) if k.op == "matmul"]
     k = attention[which]
     assert k.tile is not None

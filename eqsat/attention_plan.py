@@ -1,0 +1,419 @@
+"""How the backend runs attention, decided once for the backend and the cost model.
+
+softmax(scale * q @ kt + mask) @ v for each batch index (the broadcast leading axes:
+batch and heads), in blocks of `rq` query rows; per query block the keys are visited
+in blocks of `tk` (flash attention): the scores of one block live in the accumulator
+and SRAM only, never in DRAM. Per key block (one pipeline step, `step_ops`):
+
+    s   = scale * q @ kt_blk (+ mask_blk)          matmul into the accumulator, then
+                                                    one vector pass out to SRAM
+    mx  = rowmax(s); m' = max(m, mx)                the running row maximum, floored
+                                                    at -FLT_MAX under a mask, so that
+                                                    a block whose row is all -inf
+                                                    gives exp(-inf) = 0, not nan
+    p   = exp(s - m'); alpha = exp(m - m')
+    l   = l * alpha + rowsum(p)
+    o   = o * alpha + p @ v_blk                     o stays in the accumulator
+    out = o / l                                     after the last key block
+
+With a single key block (T <= tk) the corrections vanish and the program is the
+reference softmax (max, subtract, exp, sum) with the division moved after the product.
+Everything is computed in f32. kt arrives as the exporters write it, a transposed view
+of k ([T, d] rows contiguous in d): the key block is loaded as [tk, d] and turned on
+the vector unit (`transpose_k`); a kt whose rows are contiguous loads directly.
+
+Narrow heads leave the array half empty (d = 64 on 128 rows): a step may take `heads`
+batch indices side by side, q as [rn, g*d], kt and v block-diagonal ([g*d, g*kn],
+[g*kn, g*dv], the off-diagonal blocks zeroed once per kernel by the zero padding of a
+one-element load), so one matmul instruction pays the array's fill and drain for g
+heads; the row reductions and per-row broadcasts then go head by head over strided
+parts of the tiles (`part_region`).
+
+The tile program is data (`step_ops`: ops over named tiles): the backend emits it one
+to one and `attention_loop` prices the same list with hwsim.timing, so the cost model
+prices the plan the backend runs. The tile shape (query rows, keys, heads per step)
+minimising that price is chosen among those whose tiles fit SRAM and the accumulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from eqsat.ir.types import TensorType
+from hwsim import timing
+from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles
+from hwsim.dtypes import ITEMSIZE
+from hwsim.hardware import Hardware
+
+ACC_BYTES = 4  # f32 scores and statistics
+TILE_ALIGN = 64  # bytes: every tile starts on this boundary (backend/emit.py)
+NEG_FLOOR = -3.4028234663852886e38  # -FLT_MAX: the running maximum's floor under a mask
+MASK_NONE, MASK_ROW, MASK_FULL = "none", "row", "full"
+
+
+@dataclass(frozen=True)
+class AttnShape:
+    """One attention kernel: `batch` independent (q, k, v) problems of S queries and T
+    keys, d-wide scores and dv-wide values. mask: none, one row of T broadcast over the
+    queries, or a full S x T block per batch index."""
+
+    batch: int
+    s: int
+    t: int
+    d: int
+    dv: int
+    dtype: str = "f32"
+    mask: str = MASK_NONE
+    scale: float = 1.0
+    transpose_k: bool = True
+
+
+@dataclass(frozen=True)
+class AttnPlan:
+    rq: int  # query rows per block
+    tk: int  # keys per block
+    heads: int = 1  # batch indices per step, block-diagonal in one pair of matmuls
+
+
+@dataclass(frozen=True)
+class AttnOp:
+    """One instruction of the tile program over named tiles (see `tile_dims`):
+    kind matmul (dst += / = a @ b), transpose, move, unary, binary, reduce."""
+
+    kind: str
+    op: str
+    dst: str
+    a: str
+    b: str | None = None
+    imm: float | None = None
+    bcast: str = "none"
+    mode: str = "overwrite"
+    part: int | None = None  # one head's part of every tile (`part_region`), else whole
+
+
+def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[AttnOp]:
+    """The compute instructions of one key block, in order. With several heads per
+    step the two matmuls and the elementwise passes cover all of them at once (kt and
+    v are block-diagonal); row reductions and per-row broadcasts go head by head."""
+    hs = range(heads)
+    ops: list[AttnOp] = []
+    if s.transpose_k:
+        ops += [AttnOp("transpose", "transpose", "kt", "k", part=h) for h in hs]
+    ops.append(AttnOp("matmul", "matmul", "sacc", "q", "kt"))
+    if s.scale == 1.0:
+        ops.append(AttnOp("move", "move", "s", "sacc"))
+    else:
+        ops.append(AttnOp("binary", "mul", "s", "sacc", imm=s.scale))
+    if s.mask != MASK_NONE:
+        ops.append(
+            AttnOp("binary", "add", "s", "s", "mask", bcast="row" if s.mask == MASK_ROW else "none")
+        )
+    if first:
+        ops += [AttnOp("reduce", "max", "m", "s", part=h) for h in hs]
+        if s.mask != MASK_NONE:
+            ops.append(AttnOp("binary", "max", "m", "m", imm=NEG_FLOOR))
+    else:
+        ops += [AttnOp("reduce", "max", "mx", "s", part=h) for h in hs]
+        ops += [
+            AttnOp("binary", "max", "mx", "m", "mx"),
+            AttnOp("binary", "sub", "alpha", "m", "mx"),
+            AttnOp("unary", "exp", "alpha", "alpha"),
+            AttnOp("unary", "copy", "m", "mx"),
+        ]
+    ops += [AttnOp("binary", "sub", "s", "s", "m", bcast="col", part=h) for h in hs]
+    ops.append(AttnOp("unary", "exp", "s", "s"))
+    if first:
+        ops += [AttnOp("reduce", "sum", "l", "s", part=h) for h in hs]
+    else:
+        ops += [AttnOp("reduce", "sum", "rs", "s", part=h) for h in hs]
+        ops += [
+            AttnOp("binary", "mul", "l", "l", "alpha"),
+            AttnOp("binary", "add", "l", "l", "rs"),
+        ]
+        ops += [AttnOp("binary", "mul", "oacc", "oacc", "alpha", bcast="col", part=h) for h in hs]
+    mode = "overwrite" if first else "accumulate"
+    ops.append(AttnOp("matmul", "matmul", "oacc", "s", "v", mode=mode))
+    if last:
+        ops += [AttnOp("binary", "div", "out", "oacc", "l", bcast="col", part=h) for h in hs]
+    return ops
+
+
+STATS = ("m", "mx", "alpha", "rs", "l")  # one f32 column per head
+
+
+def tile_dims(s: AttnShape, rn: int, kn: int, heads: int = 1) -> dict[str, tuple[int, int]]:
+    """rows x cols of every named tile for a block of rn queries and kn keys of `heads`
+    heads side by side (kt and v block-diagonal)."""
+    g = heads
+    return {
+        "q": (rn, g * s.d),
+        "k": (kn, g * s.d),
+        "kt": (g * s.d, g * kn),
+        "v": (g * kn, g * s.dv),
+        "mask": (1 if s.mask == MASK_ROW else rn, g * kn),
+        "sacc": (rn, g * kn),
+        "s": (rn, g * kn),
+        **{n: (rn, g) for n in STATS},
+        "oacc": (rn, g * s.dv),
+        "out": (rn, g * s.dv),
+    }
+
+
+def part_region(s: AttnShape, name: str, h: int, rn: int, kn: int) -> tuple[int, int, int, int]:
+    """(row, col, rows, cols) of head h's part of tile `name`."""
+    mr = 1 if s.mask == MASK_ROW else rn
+    return {
+        "q": (0, h * s.d, rn, s.d),
+        "k": (0, h * s.d, kn, s.d),
+        "kt": (h * s.d, h * kn, s.d, kn),
+        "v": (h * kn, h * s.dv, kn, s.dv),
+        "mask": (0, h * kn, mr, kn),
+        "sacc": (0, h * kn, rn, kn),
+        "s": (0, h * kn, rn, kn),
+        **{n: (0, h, rn, 1) for n in STATS},
+        "oacc": (0, h * s.dv, rn, s.dv),
+        "out": (0, h * s.dv, rn, s.dv),
+    }[name]
+
+
+def op_cycles(
+    hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int, int]], rn: int, kn: int
+) -> int:
+    """What one instruction of the tile program costs (hwsim.timing)."""
+    if op.part is not None:
+        dims = {n: part_region(s, n, op.part, rn, kn)[2:] for n in (op.dst, op.a)}
+    rows, cols = dims[op.dst]
+    if op.kind == "matmul":
+        (m, k), (_, n) = dims[op.a], dims[op.b]  # type: ignore[index]
+        return timing.matmul_cycles(hw, s.dtype, m, n, k)
+    if op.kind == "reduce":
+        return timing.reduce_cycles(hw, *dims[op.a])
+    return timing.vector_cycles(hw, rows * cols, op.op)
+
+
+# ------------------------------------------------------------------ memory
+
+
+def sram_tiles(s: AttnShape, plan: AttnPlan) -> list[tuple[str, int, int, int]]:
+    """(name, rows, cols, slots) of the SRAM tiles the kernel allocates."""
+    dims = tile_dims(s, plan.rq, plan.tk, plan.heads)
+    tiles = [("q", *dims["q"], 2), ("v", *dims["v"], 2)]
+    if s.transpose_k:
+        tiles += [("k", *dims["k"], 2), ("kt", *dims["kt"], 1)]
+    else:
+        tiles.append(("kt", *dims["kt"], 2))
+    if s.mask != MASK_NONE:
+        tiles.append(("mask", *dims["mask"], 2))
+    tiles.append(("s", *dims["s"], 1))
+    tiles += [(n, *dims[n], 1) for n in ("m", "mx", "alpha", "rs", "l")]
+    tiles.append(("out", *dims["out"], 2))
+    return tiles
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // TILE_ALIGN) * TILE_ALIGN
+
+
+def sram_bytes(s: AttnShape, plan: AttnPlan) -> int:
+    """SRAM the kernel needs, every tile aligned as the backend's allocator does."""
+    isz = ITEMSIZE[s.dtype]
+    total = 0
+    for name, rows, cols, slots in sram_tiles(s, plan):
+        size = ACC_BYTES if name == "s" or name in STATS else isz
+        total += slots * _aligned(rows * cols * size)
+    return total
+
+
+def acc_bytes(s: AttnShape, plan: AttnPlan) -> int:
+    g = plan.heads
+    return _aligned(plan.rq * g * plan.tk * ACC_BYTES) + _aligned(plan.rq * g * s.dv * ACC_BYTES)
+
+
+def fits(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
+    return sram_bytes(s, plan) <= hw.sram_bytes and acc_bytes(s, plan) <= hw.acc_bytes
+
+
+# ------------------------------------------------------------------ pricing
+
+
+def _splits(total: int, tile: int) -> list[tuple[int, int]]:
+    full, rest = divmod(total, tile)
+    return [(n, c) for n, c in ((tile, full), (rest, 1 if rest else 0)) if c]
+
+
+def key_blocks(t: int, tk: int) -> list[tuple[int, bool, bool]]:
+    """(keys, first, last) of each key block of one query block, in order."""
+    starts = range(0, t, tk)
+    return [(min(tk, t - k0), k0 == 0, k0 + tk >= t) for k0 in starts]
+
+
+def key_block_classes(t: int, tk: int) -> list[tuple[int, bool, bool, int]]:
+    """`key_blocks` grouped: (keys, first, last, how many), at most three classes."""
+    counts: dict[tuple[int, bool, bool], int] = {}
+    n = -(-t // tk)
+    if n <= 3:
+        for blk in key_blocks(t, tk):
+            counts[blk] = counts.get(blk, 0) + 1
+    else:
+        counts = {
+            (tk, True, False): 1,
+            (tk, False, False): n - 2,
+            (t - (n - 1) * tk, False, True): 1,
+        }
+    return [(*k, c) for k, c in counts.items()]
+
+
+def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
+    """Tiles whose off-diagonal blocks are zeroed once at the start of the kernel (a
+    one-element load zero-pads the rest of its tile): the block-diagonal kt and v."""
+    if plan.heads == 1:
+        return []
+    return ["v", "v", "kt"] + (["kt"] if not s.transpose_k else [])
+
+
+def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int]:
+    """The kernel's instructions summed (backend/attention.py emits them): per query
+    block of a group of heads one q load and one store per head, per key block the k,
+    v (and mask) loads of each head and the tile program. Returns the loop and its
+    matrix-unit cycles."""
+    isz, g = ITEMSIZE[s.dtype], plan.heads
+    zeros = len(zero_tiles(s, plan))
+    loads, load_cycles = zeros, zeros * timing.dma_cycles(hw, isz)
+    transfer, dram = zeros * timing.dma_transfer_cycles(hw, isz), zeros * isz
+    steps = compute = matrix = store_cycles = stores = 0
+    floor = 0.0
+    blocks = key_block_classes(s.t, plan.tk)
+    for rn, qcount in _splits(s.s, plan.rq):
+        qblocks = s.batch // g * qcount
+        q_bytes, o_bytes = rn * s.d * isz, rn * s.dv * isz
+        sq, sx = g * timing.dma_cycles(hw, o_bytes), g * timing.dma_transfer_cycles(hw, o_bytes)
+        stores += g * qblocks
+        store_cycles += qblocks * sq
+        for kn, first, last, kcount in blocks:
+            count = qblocks * kcount
+            dims = tile_dims(s, rn, kn, g)
+            blk = [kn * s.d * isz, kn * s.dv * isz]
+            if s.mask != MASK_NONE:
+                blk.append((1 if s.mask == MASK_ROW else rn) * kn * isz)
+            if first:
+                blk.append(q_bytes)
+            blk *= g
+            lq = sum(timing.dma_cycles(hw, b) for b in blk)
+            lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
+            ops = step_ops(s, first, last, g)
+            cyc = [op_cycles(hw, s, op, dims, rn, kn) for op in ops]
+            c = sum(cyc)
+            mx = sum(x for op, x in zip(ops, cyc, strict=True) if op.kind == "matmul")
+            floor += count * step_cycles(
+                hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
+            )
+            steps += count
+            compute += count * c
+            matrix += count * mx
+            loads += count * len(blk)
+            load_cycles += count * lq
+            transfer += count * (lx + (sx if last else 0))
+            dram += count * (sum(blk) + (g * o_bytes if last else 0))
+    work = LoopWork(
+        steps,
+        compute,
+        loads,
+        load_cycles,
+        stores,
+        store_cycles,
+        transfer,
+        dram,
+        1,
+        math.ceil(floor),
+    )
+    return work, matrix
+
+
+def _sizes(n: int, smallest: int) -> list[int]:
+    """Powers of two from `smallest` below n, then n itself."""
+    sizes, x = [], smallest
+    while x < n:
+        sizes.append(x)
+        x *= 2
+    return [*sizes, n]
+
+
+def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
+    """Heads per step: 1, or a power of two dividing the batch whose block-diagonal kt
+    and v still fit one array pass in depth and width (g * d <= R, g * dv <= C), with
+    whole key blocks only (a block-diagonal tile keeps its layout)."""
+    out, g = [1], 2
+    if s.t % tk:
+        return out
+    while s.batch % g == 0 and g * s.d <= hw.array_rows and g * s.dv <= hw.array_cols:
+        out.append(g)
+        g *= 2
+    return out
+
+
+def candidates(hw: Hardware, s: AttnShape) -> list[AttnPlan]:
+    """Tile shapes that fit: powers of two (and the whole extent) of query rows and of
+    keys, down to one (wide heads on a small scratchpad), by heads per step."""
+    return [
+        p
+        for rq in _sizes(s.s, 1)
+        for tk in _sizes(s.t, 1)
+        for g in head_groups(hw, s, tk)
+        if fits(hw, s, p := AttnPlan(rq, tk, g))
+    ]
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def attention_plan(hw: Hardware, s: AttnShape) -> AttnPlan | None:
+    """The cheapest fitting tile shape by the timing formulas, or None if none fits."""
+    best, best_cycles = None, math.inf
+    for plan in candidates(hw, s):
+        cycles = loop_cycles(hw, attention_loop(hw, s, plan)[0]).cycles
+        if cycles < best_cycles:
+            best, best_cycles = plan, cycles
+    return best
+
+
+def attention_shape(
+    in_types: Sequence[TensorType], out: TensorType, scale: float, transpose_k: bool = True
+) -> AttnShape:
+    """The AttnShape of attention(q, kt, v[, mask]) with result type `out`."""
+    q, kt, v = in_types[:3]
+    mask = MASK_NONE
+    if len(in_types) > 3:
+        m = in_types[3]
+        mask = MASK_ROW if m.rank < 2 or m.shape[-2] == 1 else MASK_FULL
+    return AttnShape(
+        batch=math.prod(out.shape[:-2]),
+        s=q.shape[-2],
+        t=kt.shape[-1],
+        d=q.shape[-1],
+        dv=v.shape[-1],
+        dtype=q.dtype.value,
+        mask=mask,
+        scale=float(scale),
+        transpose_k=transpose_k,
+    )
+
+
+def attention_cost(
+    hw: Hardware,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, object],
+    unrunnable: int,
+) -> KernelCost:
+    """The attention kernel priced instruction by instruction, or `unrunnable` cycles
+    (infeasible) when no tile fits. kt is priced as the exporters write it (a
+    transposed view of k: one vector transpose per key block)."""
+    s = attention_shape(in_types, out, float(attrs.get("scale", 1.0)))  # type: ignore[arg-type]
+    plan = attention_plan(hw, s)
+    if plan is None:
+        nbytes = sum(t.nbytes for t in in_types) + out.nbytes
+        return KernelCost(unrunnable, 0, 0, 0, 0, nbytes, feasible=False)
+    work, matrix = attention_loop(hw, s, plan)
+    cost = loop_cycles(hw, work)
+    return replace(cost, matrix_cycles=matrix, vector_cycles=cost.compute_cycles - matrix)

@@ -1,0 +1,307 @@
+"""How the backend runs a row kernel (softmax, layernorm, rmsnorm), decided once for the
+backend (backend/rowwise.py) and the cost model.
+
+A tile holds `rows` whole rows of the normalized (last) axis: the kernel loads it,
+runs the row program below on the vector unit, writes the output slot and stores it,
+double buffered (backend/emit.py Pipeline). The parameter rows (gamma, beta) are
+loaded once before the first tile and stay resident. The cost model prices exactly
+these instructions with hwsim's timing formulas, stepping the tiles through the
+simulator's queues (eqsat/spatial_plan.py Queues), so the two cannot drift: the
+instructions the backend emits are the ones built here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from eqsat.spatial_plan import (
+    Repeat,
+    Step,
+    StreamPlan,
+    largest_fitting,
+    plan_cycles,
+    plan_loop,
+    tiles_end,
+)
+from hwsim import timing
+from hwsim.costmodel import KernelCost, loop_cycles
+from hwsim.dtypes import ITEMSIZE
+from hwsim.hardware import Hardware
+from hwsim.isa import Binary, Instr, Reduce, Tile, Unary
+
+ROW_KINDS = ("softmax", "layernorm", "rmsnorm")
+PARAMS = {"softmax": (), "layernorm": ("gamma", "beta"), "rmsnorm": ("gamma",)}
+SLACK = 1024  # bytes of SRAM kept free for the alignment of the kernel's tiles
+
+
+@dataclass(frozen=True)
+class RowTiles:
+    """The SRAM tiles one step of a row kernel works on (rn rows of n): the loaded
+    input x, f32 scratch t and u, per-row f32 columns c1 and c2, the output slot, and
+    the resident parameter rows (1 x n) by name."""
+
+    x: Tile
+    t: Tile
+    u: Tile
+    c1: Tile
+    c2: Tile
+    out: Tile
+    params: dict[str, Tile]
+
+
+def row_program(kind: str, tiles: RowTiles, eps: float) -> tuple[list[Instr], list[Instr]]:
+    """(body, finish) of one tile: the body reads x into the scratch tiles; finish
+    writes the output slot (it waits for that slot to be free). The program mirrors the
+    reference ops one to one (max, subtract, exp, sum, divide; mean, center, variance,
+    sqrt, scale, shift; square, mean, rsqrt, scale) so results match in f32."""
+    x, t, u, a, b, o = tiles.x, tiles.t, tiles.u, tiles.c1, tiles.c2, tiles.out
+    n = x.cols
+    p = tiles.params
+    if kind == "softmax":
+        body: list[Instr] = [
+            Reduce(op="max", dst=a, src=x),
+            Binary(op="sub", dst=t, a=x, b=a, bcast="col"),
+            Unary(op="exp", dst=t, src=t),
+            Reduce(op="sum", dst=b, src=t),
+        ]
+        return body, [Binary(op="div", dst=o, a=t, b=b, bcast="col")]
+    if kind == "rmsnorm":
+        body = [
+            Binary(op="mul", dst=u, a=x, b=x),
+            Reduce(op="sum", dst=a, src=u),
+            Binary(op="div", dst=a, a=a, imm=float(n)),
+            Binary(op="add", dst=a, a=a, imm=float(eps)),
+            Unary(op="rsqrt", dst=a, src=a),
+            Binary(op="mul", dst=t, a=x, b=a, bcast="col"),
+        ]
+        return body, [Binary(op="mul", dst=o, a=t, b=p["gamma"], bcast="row")]
+    if kind == "layernorm":
+        body = [
+            Reduce(op="sum", dst=a, src=x),
+            Binary(op="div", dst=a, a=a, imm=float(n)),
+            Binary(op="sub", dst=t, a=x, b=a, bcast="col"),
+            Binary(op="mul", dst=u, a=t, b=t),
+            Reduce(op="sum", dst=b, src=u),
+            Binary(op="div", dst=b, a=b, imm=float(n)),
+            Binary(op="add", dst=b, a=b, imm=float(eps)),
+            Unary(op="sqrt", dst=b, src=b),
+            Binary(op="div", dst=t, a=t, b=b, bcast="col"),
+            Binary(op="mul", dst=t, a=t, b=p["gamma"], bcast="row"),
+        ]
+        return body, [Binary(op="add", dst=o, a=t, b=p["beta"], bcast="row")]
+    raise ValueError(f"unknown row kernel {kind!r}; use one of {', '.join(ROW_KINDS)}")
+
+
+def row_tiles(
+    rt: int, n: int, x_dtype: str, out_dtype: str, param_dtypes: dict[str, str]
+) -> list[tuple[int, int, int]]:
+    """The SRAM tiles (rows, cols, item size) emit_rows allocates, in order: the
+    parameter rows, two input slots, the f32 scratch t and u, the per-row columns c1
+    and c2, two output slots."""
+    isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
+    params = [(1, n, ITEMSIZE[d]) for d in param_dtypes.values()]
+    return [
+        *params,
+        *[(rt, n, isz)] * 2,
+        *[(rt, n, 4)] * 2,
+        *[(rt, 1, 4)] * 2,
+        *[(rt, n, osz)] * 2,
+    ]
+
+
+def rows_per_tile(
+    hw: Hardware,
+    rows: int,
+    n: int,
+    x_dtype: str,
+    out_dtype: str,
+    param_dtypes: dict[str, str] | None = None,
+) -> int:
+    """Rows per tile: as many as fit SRAM with every tile the kernel allocates, and no
+    more than a streaming kernel's chunk (a quarter of SRAM for one tile's input and
+    output); 0 when not even one row fits."""
+    params = param_dtypes or {}
+    chunk = max(1, hw.sram_bytes // 4 // max(1, n * (ITEMSIZE[x_dtype] + ITEMSIZE[out_dtype])))
+
+    def fits(rt: int) -> bool:
+        return tiles_end(row_tiles(rt, n, x_dtype, out_dtype, params)) <= hw.sram_bytes
+
+    return largest_fitting(max(1, min(rows, chunk)), fits)
+
+
+def row_kernel_fits(
+    hw: Hardware, kind: str, n: int, x_dtype: str, out_dtype: str, param_dtypes: dict[str, str]
+) -> bool:
+    """Can the backend run this row kernel at all (one row and the parameters in SRAM)?"""
+    params = {k: param_dtypes[k] for k in PARAMS[kind]}
+    return tiles_end(row_tiles(1, n, x_dtype, out_dtype, params)) <= hw.sram_bytes
+
+
+def _tiles(rn: int, n: int, x_dtype: str, out_dtype: str, params: dict[str, str]) -> RowTiles:
+    """Placeholder tiles of the step's shapes (addresses do not change timings)."""
+
+    def tile(rows: int, cols: int, dtype: str) -> Tile:
+        return Tile("sram", 0, rows, cols, dtype)
+
+    return RowTiles(
+        x=tile(rn, n, x_dtype),
+        t=tile(rn, n, "f32"),
+        u=tile(rn, n, "f32"),
+        c1=tile(rn, 1, "f32"),
+        c2=tile(rn, 1, "f32"),
+        out=tile(rn, n, out_dtype),
+        params={k: tile(1, n, d) for k, d in params.items()},
+    )
+
+
+def _compute(hw: Hardware, instrs: list[Instr]) -> int:
+    return sum(timing.instruction_cost(hw, ins)[1] for ins in instrs)
+
+
+def row_plan(
+    hw: Hardware,
+    kind: str,
+    rows: int,
+    n: int,
+    x_dtype: str,
+    out_dtype: str,
+    param_dtypes: dict[str, str],
+) -> StreamPlan:
+    """The row kernel's steps in the order the backend emits them, with the parameter
+    load as the prologue."""
+    params = {k: param_dtypes[k] for k in PARAMS[kind]}
+    rt = max(1, rows_per_tile(hw, rows, n, x_dtype, out_dtype, params))
+    isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
+
+    def step(rn: int) -> Step:
+        body, finish = row_program(kind, _tiles(rn, n, x_dtype, out_dtype, param_dtypes), 0.0)
+        load, store = rn * n * isz, rn * n * osz
+        transfer = timing.dma_transfer_cycles(hw, load) + timing.dma_transfer_cycles(hw, store)
+        return Step(
+            (timing.dma_cycles(hw, load),),
+            _compute(hw, body + finish),
+            timing.dma_cycles(hw, store),
+            transfer,
+            load + store,
+        )
+
+    full, rest = divmod(rows, rt)
+    order = Repeat(
+        1, tuple(Repeat(c, (step(s),)) for s, c in ((rt, full), (rest, int(rest > 0))) if c)
+    )
+    loads = [n * ITEMSIZE[param_dtypes[k]] for k in PARAMS[kind]]
+    prologue = (sum(timing.dma_cycles(hw, b) for b in loads), 0) if loads else None
+    fits = row_kernel_fits(hw, kind, n, x_dtype, out_dtype, param_dtypes)
+    return StreamPlan((rt, n), order, prologue, fits)
+
+
+def row_cost(
+    hw: Hardware,
+    kind: str,
+    rows: int,
+    n: int,
+    x_dtype: str,
+    out_dtype: str,
+    param_dtypes: dict[str, str],
+) -> KernelCost:
+    """The row kernel's cycles: the launch and its steps through the simulator's queues;
+    the units' totals as loop_cycles sums them."""
+    plan = row_plan(hw, kind, rows, n, x_dtype, out_dtype, param_dtypes)
+    loop = plan_loop(hw, plan)
+    params = sum(n * ITEMSIZE[param_dtypes[k]] for k in PARAMS[kind])
+    totals = loop_cycles(hw, replace(loop, dram_bytes=loop.dram_bytes + params))
+    cycles = math.ceil(hw.launch_cycles + plan_cycles(hw, plan))
+    return replace(totals, cycles=cycles, feasible=plan.fits)
+
+
+# ----------------------------------------------------------------- reductions
+# reduce_sum/max/mean over the last axis of a [rows, n] view (backend/rowwise.py
+# emit_reduce): tiles of `rows` rows by `cols` columns; a row longer than a quarter of
+# SRAM is cut into column chunks whose partial results are combined; after the last
+# chunk the mean divides (else a copy) into the output slot, which is stored.
+
+
+@dataclass(frozen=True)
+class ReduceTiles:
+    rows: int
+    cols: int
+
+
+def reduce_tiles(hw: Hardware, rows: int, n: int, x_dtype: str, out_dtype: str) -> ReduceTiles:
+    """Rows and columns per tile: a column chunk is at most a quarter of SRAM; as many
+    rows as fit SRAM and a streaming chunk (0 rows: not even one fits)."""
+    isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
+    cols = min(n, max(1, (hw.sram_bytes // 4) // isz))
+    per_row = 2 * cols * isz + 8 + 2 * osz
+    fit = (hw.sram_bytes - SLACK) // per_row
+    chunk = max(1, hw.sram_bytes // 4 // max(1, cols * isz + osz))
+    return ReduceTiles(max(0, min(rows, fit, chunk)), cols)
+
+
+def reduce_program(rn: int, cn: int, first: bool, last: bool, mean: bool) -> list[tuple]:
+    """(kind, rows, cols, op) of the vector instructions of one chunk: its reduction,
+    the combine with the partial result before it, and after the last chunk the
+    division of a mean (or a copy) into the output slot."""
+    ops: list[tuple] = [("reduce", rn, cn, "sum")]
+    if not first:
+        ops.append(("vector", rn, 1, "add"))
+    if last:
+        ops.append(("vector", rn, 1, "div" if mean else "copy"))
+    return ops
+
+
+def _reduce_compute(hw: Hardware, ops: list[tuple]) -> int:
+    return sum(
+        timing.reduce_cycles(hw, r, c) if kind == "reduce" else timing.vector_cycles(hw, r * c, op)
+        for kind, r, c, op in ops
+    )
+
+
+def reduce_plan(
+    hw: Hardware, rows: int, n: int, x_dtype: str, out_dtype: str, mean: bool
+) -> StreamPlan:
+    """The reduction's chunks in the order the backend emits them: per row tile, its
+    column chunks (the output stored after the last)."""
+    t = reduce_tiles(hw, rows, n, x_dtype, out_dtype)
+    rt = max(1, t.rows)
+    isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
+
+    def row_tile(rn: int) -> tuple:
+        steps = []
+        chunks = [
+            (s, c) for s, c in ((t.cols, n // t.cols), (n % t.cols, int(n % t.cols > 0))) if c
+        ]
+        flat = [s for s, c in chunks for _ in range(c)]
+        for j, cn in enumerate(flat):
+            first, last = j == 0, j == len(flat) - 1
+            load = rn * cn * isz
+            store = rn * osz if last else 0
+            ops = reduce_program(rn, cn, first, last, mean)
+            steps.append(
+                Step(
+                    (timing.dma_cycles(hw, load),),
+                    _reduce_compute(hw, ops),
+                    timing.dma_cycles(hw, store) if store else 0,
+                    timing.dma_transfer_cycles(hw, load)
+                    + (timing.dma_transfer_cycles(hw, store) if store else 0),
+                    load + store,
+                )
+            )
+        return tuple(steps)
+
+    full, rest = divmod(rows, rt)
+    order = Repeat(
+        1, tuple(Repeat(c, row_tile(s)) for s, c in ((rt, full), (rest, int(rest > 0))) if c)
+    )
+    return StreamPlan((rt, t.cols), order, None, t.rows > 0)
+
+
+def reduce_cost(
+    hw: Hardware, rows: int, n: int, x_dtype: str, out_dtype: str, mean: bool
+) -> KernelCost:
+    """The reduction kernel's cycles, as row_cost prices a row kernel."""
+    plan = reduce_plan(hw, rows, n, x_dtype, out_dtype, mean)
+    totals = loop_cycles(hw, plan_loop(hw, plan))
+    cycles = math.ceil(hw.launch_cycles + plan_cycles(hw, plan))
+    return replace(totals, cycles=cycles, feasible=plan.fits)
