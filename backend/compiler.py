@@ -196,7 +196,9 @@ class Compiler:
     def lower(self) -> None:
         from .lowering import LOWER, lower_node
 
-        needed = self._needed()
+        # what the program computes or reads: a node only prepared weights use is the
+        # host's business
+        needed = self.graph.live(stop=[i in self.prepared for i in range(len(self.graph.nodes))])
         for i, node in self.graph:
             if node.op not in LOWER:
                 raise BackendError(f"no lowering for op '{node.op}'")
@@ -206,18 +208,6 @@ class Compiler:
                 self.values[i] = self.prepared_input(i, node)
             else:
                 self.values[i] = lower_node(self, i, node)
-
-    def _needed(self) -> list[bool]:
-        """The nodes the program computes or reads: outputs and what they use at run
-        time (a node only prepared weights use is the host's business)."""
-        needed = [False] * len(self.graph.nodes)
-        for _, i in self.graph.outputs:
-            needed[i] = True
-        for i in range(len(self.graph.nodes) - 1, -1, -1):
-            if needed[i] and i not in self.prepared:
-                for j in self.graph.nodes[i].inputs:
-                    needed[j] = True
-        return needed
 
     def prepared_input(self, i: int, node: Node) -> View:
         """A weight computed at load time: an input buffer the host fills

@@ -11,14 +11,10 @@ decides when this form is taken, and pointwise_work prices exactly this GEMM.
 from __future__ import annotations
 
 from eqsat.spatial_plan import pointwise_work
-from eqsat.tiling import node_tile
-from hwsim.dtypes import ITEMSIZE
 
 from .compiler import Compiler
-from .contract import acc_dtype, emit_matmul, matrix_mode
+from .contract import matrix_mode
 from .expr import Bin, Expr, Imm, Leaf
-from .gemm import Gemm
-from .space import Space
 from .views import View
 
 
@@ -26,14 +22,7 @@ def lower_pointwise(
     c: Compiler, i: int, node, x: View, w: View, attrs, out: View, epi, leaves, work
 ) -> None:
     """out [N, O, H, W] = epilogue(w @ x per image), one matmul kernel."""
-    from .lower_contract import (
-        _epi_bytes,
-        _epi_leaves,
-        _substitute,
-        _weight_sums,
-        _weight_value,
-        choose_tile,
-    )
+    from .lower_contract import _substitute, _weight_sums, _weight_value, add_gemm_kernel
 
     n, ch, h, wd = x.shape
     o = w.shape[0]
@@ -58,23 +47,8 @@ def lower_pointwise(
         bv = v.broadcast_to(out.shape)
         r = bv.reshape(out3.shape)
         l3.append(r if r is not None else c.materialize(bv, c.label(i), i).reshape(out3.shape))
-    g = Gemm((n,), o, p, ch, x.dtype, acc_dtype(x.dtype))
-    space = Space(out3.shape, 1, 2)
-    l3 = _epi_leaves(c, i, l3, space, c.hw.array_rows, c.hw.array_cols)
-    s = ITEMSIZE[x.dtype]
-    sizes = (s, s, ITEMSIZE[out.dtype], _epi_bytes(epi, l3, space, out.dtype, g.acc_dtype))
-    modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
     work = pointwise_work(work, _type(x), _type(w))
-    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
-    zero = c.zero
-    c.add_kernel(
-        c.kernel_name(i),
-        i,
-        "main",
-        lambda kb: emit_matmul(kb, a, b, out3, epi, l3, tile, zero(), slots),
-        [a, b, *l3],
-        [out3],
-    )
+    add_gemm_kernel(c, i, node, a, b, out3, epi, l3, work)
 
 
 def _type(v: View):

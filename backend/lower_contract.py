@@ -318,6 +318,12 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
         b = c.materialize(b, c.label(i), i)
     if cop == "qmatmul":
         epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node))
+    add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work)
+
+
+def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) -> None:
+    """The matmul kernel of node i: out[..., M, N] = epilogue(a @ b) at the tile
+    choose_tile picks for `work`, the epilogue's operands broadcast over out."""
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
 from hwsim import timing
-from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles
+from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles, tile_splits
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
@@ -239,11 +239,6 @@ def fits(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
 # ------------------------------------------------------------------ pricing
 
 
-def _splits(total: int, tile: int) -> list[tuple[int, int]]:
-    full, rest = divmod(total, tile)
-    return [(n, c) for n, c in ((tile, full), (rest, 1 if rest else 0)) if c]
-
-
 def key_blocks(t: int, tk: int) -> list[tuple[int, bool, bool]]:
     """(keys, first, last) of each key block of one query block, in order."""
     starts = range(0, t, tk)
@@ -286,7 +281,7 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
     steps = compute = matrix = store_cycles = stores = 0
     floor = 0.0
     blocks = key_block_classes(s.t, plan.tk)
-    for rn, qcount in _splits(s.s, plan.rq):
+    for rn, qcount in tile_splits(s.s, plan.rq):
         qblocks = s.batch // g * qcount
         q_bytes, o_bytes = rn * s.d * isz, rn * s.dv * isz
         sq, sx = g * timing.dma_cycles(hw, o_bytes), g * timing.dma_transfer_cycles(hw, o_bytes)

@@ -71,9 +71,7 @@ def is_free_transpose(op_name: str, attrs: Mapping[str, AttrValue]) -> bool:
     return len(perm) < 2 or perm[-1] == len(perm) - 1
 
 
-def _transposed_view_cost(
-    hw: Hardware, in_types: Sequence[TensorType], out: TensorType, attrs
-) -> KernelCost | None:
+def _transposed_view_cost(hw: Hardware, out: TensorType, attrs) -> KernelCost | None:
     """A transpose that moves the contiguous axis next to last is a view a matrix
     kernel loads as blocks and turns on chip (backend/contract.py matrix_mode "t"): a
     transpose instruction per block, no kernel and no DRAM traffic of its own. Other
@@ -247,7 +245,7 @@ def op_cost(
     if op_name in ("attention", "attention_masked"):  # flash attention, planned likewise
         return attention_cost(hw, in_types, out, attrs, UNRUNNABLE_CYCLES)
     if op_name == "transpose" and not is_free_transpose(op_name, attrs):
-        view = _transposed_view_cost(hw, in_types, out, attrs)
+        view = _transposed_view_cost(hw, out, attrs)
         if view is not None:
             return view
     planned = planned_cost(hw, op_name, in_types, out, attrs)

@@ -12,20 +12,18 @@ instructions the backend emits are the ones built here.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from eqsat.spatial_plan import (
     Repeat,
     Step,
     StreamPlan,
     largest_fitting,
-    plan_cycles,
-    plan_loop,
+    plans_cost,
     tiles_end,
 )
 from hwsim import timing
-from hwsim.costmodel import KernelCost, loop_cycles
+from hwsim.costmodel import KernelCost, tile_splits
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 from hwsim.isa import Binary, Instr, Reduce, Tile, Unary
@@ -155,6 +153,19 @@ def _tiles(rn: int, n: int, x_dtype: str, out_dtype: str, params: dict[str, str]
     )
 
 
+def _step(hw: Hardware, load: int, compute: int, store: int) -> Step:
+    """One tile as the queues see it: one load of `load` bytes, `compute` cycles, a
+    store of `store` bytes (0: the tile stores nothing)."""
+    return Step(
+        (timing.dma_cycles(hw, load),),
+        compute,
+        timing.dma_cycles(hw, store) if store else 0,
+        timing.dma_transfer_cycles(hw, load)
+        + (timing.dma_transfer_cycles(hw, store) if store else 0),
+        load + store,
+    )
+
+
 def _compute(hw: Hardware, instrs: list[Instr]) -> int:
     return sum(timing.instruction_cost(hw, ins)[1] for ins in instrs)
 
@@ -175,24 +186,13 @@ def row_plan(
     isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
 
     def step(rn: int) -> Step:
-        body, finish = row_program(kind, _tiles(rn, n, x_dtype, out_dtype, param_dtypes), 0.0)
-        load, store = rn * n * isz, rn * n * osz
-        transfer = timing.dma_transfer_cycles(hw, load) + timing.dma_transfer_cycles(hw, store)
-        return Step(
-            (timing.dma_cycles(hw, load),),
-            _compute(hw, body + finish),
-            timing.dma_cycles(hw, store),
-            transfer,
-            load + store,
-        )
+        body, finish = row_program(kind, _tiles(rn, n, x_dtype, out_dtype, params), 0.0)
+        return _step(hw, rn * n * isz, _compute(hw, body + finish), rn * n * osz)
 
-    full, rest = divmod(rows, rt)
-    order = Repeat(
-        1, tuple(Repeat(c, (step(s),)) for s, c in ((rt, full), (rest, int(rest > 0))) if c)
-    )
-    loads = [n * ITEMSIZE[param_dtypes[k]] for k in PARAMS[kind]]
+    order = Repeat(1, tuple(Repeat(c, (step(s),)) for s, c in tile_splits(rows, rt)))
+    loads = [n * ITEMSIZE[d] for d in params.values()]
     prologue = (sum(timing.dma_cycles(hw, b) for b in loads), 0) if loads else None
-    fits = row_kernel_fits(hw, kind, n, x_dtype, out_dtype, param_dtypes)
+    fits = row_kernel_fits(hw, kind, n, x_dtype, out_dtype, params)
     return StreamPlan((rt, n), order, prologue, fits)
 
 
@@ -205,14 +205,11 @@ def row_cost(
     out_dtype: str,
     param_dtypes: dict[str, str],
 ) -> KernelCost:
-    """The row kernel's cycles: the launch and its steps through the simulator's queues;
-    the units' totals as loop_cycles sums them."""
+    """The row kernel's cycles: the launch and its steps through the simulator's queues
+    (the parameter rows loaded once besides)."""
     plan = row_plan(hw, kind, rows, n, x_dtype, out_dtype, param_dtypes)
-    loop = plan_loop(hw, plan)
     params = sum(n * ITEMSIZE[param_dtypes[k]] for k in PARAMS[kind])
-    totals = loop_cycles(hw, replace(loop, dram_bytes=loop.dram_bytes + params))
-    cycles = math.ceil(hw.launch_cycles + plan_cycles(hw, plan))
-    return replace(totals, cycles=cycles, feasible=plan.fits)
+    return plans_cost(hw, [plan], params)
 
 
 # ----------------------------------------------------------------- reductions
@@ -269,31 +266,16 @@ def reduce_plan(
 
     def row_tile(rn: int) -> tuple:
         steps = []
-        chunks = [
-            (s, c) for s, c in ((t.cols, n // t.cols), (n % t.cols, int(n % t.cols > 0))) if c
-        ]
-        flat = [s for s, c in chunks for _ in range(c)]
+        flat = [s for s, c in tile_splits(n, t.cols) for _ in range(c)]
         for j, cn in enumerate(flat):
             first, last = j == 0, j == len(flat) - 1
-            load = rn * cn * isz
-            store = rn * osz if last else 0
             ops = reduce_program(rn, cn, first, last, mean)
             steps.append(
-                Step(
-                    (timing.dma_cycles(hw, load),),
-                    _reduce_compute(hw, ops),
-                    timing.dma_cycles(hw, store) if store else 0,
-                    timing.dma_transfer_cycles(hw, load)
-                    + (timing.dma_transfer_cycles(hw, store) if store else 0),
-                    load + store,
-                )
+                _step(hw, rn * cn * isz, _reduce_compute(hw, ops), rn * osz if last else 0)
             )
         return tuple(steps)
 
-    full, rest = divmod(rows, rt)
-    order = Repeat(
-        1, tuple(Repeat(c, row_tile(s)) for s, c in ((rt, full), (rest, int(rest > 0))) if c)
-    )
+    order = Repeat(1, tuple(Repeat(c, row_tile(s)) for s, c in tile_splits(rows, rt)))
     return StreamPlan((rt, t.cols), order, None, t.rows > 0)
 
 
@@ -301,7 +283,4 @@ def reduce_cost(
     hw: Hardware, rows: int, n: int, x_dtype: str, out_dtype: str, mean: bool
 ) -> KernelCost:
     """The reduction kernel's cycles, as row_cost prices a row kernel."""
-    plan = reduce_plan(hw, rows, n, x_dtype, out_dtype, mean)
-    totals = loop_cycles(hw, plan_loop(hw, plan))
-    cycles = math.ceil(hw.launch_cycles + plan_cycles(hw, plan))
-    return replace(totals, cycles=cycles, feasible=plan.fits)
+    return plans_cost(hw, [reduce_plan(hw, rows, n, x_dtype, out_dtype, mean)])

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from eqsat.ir.types import TensorType
 from hwsim import timing
-from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles
+from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles, tile_splits
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
@@ -223,7 +223,7 @@ class ScanShape:
 
 def _lane_blocks(s: ScanShape, lanes: int) -> list[tuple[int, int]]:
     """(lanes in the block, how many such blocks)."""
-    per = _splits(s.lanes_total, lanes)
+    per = tile_splits(s.lanes_total, lanes)
     return per if s.along == COLS else [(w, c * s.pre) for w, c in per]
 
 
@@ -235,12 +235,6 @@ def chunk_classes(n: int, steps: int) -> list[tuple[int, bool, bool, int]]:
     last = (rest, False, True, 1) if rest else (steps, False, True, 1)
     middle = full - 1 if rest else full - 2
     return [(steps, True, False, 1), *([(steps, False, False, middle)] if middle else []), last]
-
-
-def _splits(total: int, tile: int) -> list[tuple[int, int]]:
-    """(size, count) of the blocks covering `total`: full blocks, then the rest."""
-    full, rest = divmod(total, tile)
-    return [(size, c) for size, c in ((tile, full), (rest, 1 if rest else 0)) if c]
 
 
 def scan_loop(hw: Hardware, s: ScanShape, plan: ScanPlan) -> LoopWork:

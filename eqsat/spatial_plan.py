@@ -33,7 +33,14 @@ from eqsat.ops.fused import body_nodes, contraction_of
 from eqsat.ops.mathfn import clip_bounds
 from eqsat.ops.spatial import Window2d, pad_widths, window2d
 from hwsim import timing
-from hwsim.costmodel import KernelCost, KernelWork, LoopWork, loop_cycles, step_cycles
+from hwsim.costmodel import (
+    KernelCost,
+    KernelWork,
+    LoopWork,
+    loop_cycles,
+    step_cycles,
+    tile_splits,
+)
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
@@ -194,11 +201,6 @@ def leaf_class(sr: int, sc: int, rt: int, ct: int) -> str | None:
     return TR if rt == 1 or sr == 1 else None
 
 
-def _splits(total: int, tile: int) -> list[tuple[int, int]]:
-    full, rest = divmod(total, tile)
-    return [(s, c) for s, c in ((tile, full), (rest, 1 if rest else 0)) if c]
-
-
 @dataclass(frozen=True)
 class Stream:
     """One streaming pass: out[shape] = expression of `leaves` (strides over the
@@ -339,7 +341,7 @@ def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
         return Step(queue, compute, timing.dma_cycles(hw, out), transfer, sum(loads) + out)
 
     def axis(total: int, tile: int, body) -> tuple:
-        return tuple(Repeat(count, body(size)) for size, count in _splits(total, tile))
+        return tuple(Repeat(count, body(size)) for size, count in tile_splits(total, tile))
 
     def row_body(rn: int) -> tuple:
         return axis(cshape[col], ct, lambda cn: (step(rn, cn),))
@@ -896,13 +898,13 @@ def gather_loop(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -
     isz = ITEMSIZE[dtype]
     compute = loads = load_cycles = transfer = stores = store_cycles = dram = seen = 0
     floor = 0.0
-    for rn, rc in _splits(k, p.rows):
+    for rn, rc in tile_splits(k, p.rows):
         loads += rc
         load_cycles += rc * timing.dma_cycles(hw, 4 * rn)
         transfer += rc * timing.dma_transfer_cycles(hw, 4 * rn)
         dram += rc * 4 * rn
         compute += rc * 7 * timing.vector_cycles(hw, rn, "add")
-        for cn, cc in _splits(post, p.cols):
+        for cn, cc in tile_splits(post, p.cols):
             count = rc * pre * cc
             gq = timing.gather_cycles(hw, rn, cn * isz)
             sq = timing.dma_cycles(hw, rn * cn * isz)
@@ -961,8 +963,15 @@ def kernel_cost(hw: Hardware, streams: Sequence[Stream]) -> KernelCost:
     """One kernel made of streams run one after another (each waits until the one
     before has stored everything): the launch plus each stream's timeline; the units'
     totals as loop_cycles sums them. Infeasible if a stream fits no tile."""
-    plans = [stream_plan(hw, s) for s in streams]
-    totals = loop_cycles(hw, merge_streams([plan_loop(hw, p) for p in plans]))
+    return plans_cost(hw, [stream_plan(hw, s) for s in streams])
+
+
+def plans_cost(hw: Hardware, plans: Sequence[StreamPlan], extra_dram: int = 0) -> KernelCost:
+    """One kernel running `plans` one after another: the launch plus each plan's
+    timeline through the queues; the units' totals as loop_cycles sums them
+    (`extra_dram`: bytes a prologue moves that the plans' steps do not count)."""
+    loop = merge_streams([plan_loop(hw, p) for p in plans])
+    totals = loop_cycles(hw, replace(loop, dram_bytes=loop.dram_bytes + extra_dram))
     cycles = hw.launch_cycles + sum(plan_cycles(hw, p) for p in plans)
     return replace(totals, cycles=math.ceil(cycles), feasible=all(p.fits for p in plans))
 

@@ -106,7 +106,7 @@ def roofline_cycles(
     )
 
 
-def _splits(total: int, tile: int) -> list[tuple[int, int]]:
+def tile_splits(total: int, tile: int) -> list[tuple[int, int]]:
     """(size, count) of the tiles covering `total`: full tiles then one remainder."""
     full, rest = divmod(total, tile)
     return [(s, c) for s, c in ((tile, full), (rest, 1 if rest else 0)) if c]
@@ -173,14 +173,14 @@ def matmul_tiling_cost(
     nm, nn, nk = math.ceil(w.m / tm), math.ceil(w.n / tn), math.ceil(w.k / tk)
     matrix = sum(
         cm * cn * ck * timing.matmul_cycles(hw, w.dtype, sm, sn, sk)
-        for sm, cm in _splits(w.m, tm)
-        for sn, cn in _splits(w.n, tn)
-        for sk, ck in _splits(w.k, tk)
+        for sm, cm in tile_splits(w.m, tm)
+        for sn, cn in tile_splits(w.n, tn)
+        for sk, ck in tile_splits(w.k, tk)
     )
     move = sum(
         cm * cn * timing.vector_cycles(hw, sm * sn, "move")
-        for sm, cm in _splits(w.m, tm)
-        for sn, cn in _splits(w.n, tn)
+        for sm, cm in tile_splits(w.m, tm)
+        for sn, cn in tile_splits(w.n, tn)
     )
     out_tiles = w.batch * nm * nn
     epilogue = math.ceil(w.vector_ops / hw.vector_lanes) + (
@@ -209,8 +209,8 @@ def matmul_tiling_cost(
         loads_b = b_loads * _runs(w.n, tn, w.patch_b[0]) * _runs(w.k, tk, w.patch_b[1])
         compute += b_loads * sum(
             cn * ck * timing.vector_cycles(hw, sn * sk, "transpose")
-            for sn, cn in _splits(w.n, tn)
-            for sk, ck in _splits(w.k, tk)
+            for sn, cn in tile_splits(w.n, tn)
+            for sk, ck in tile_splits(w.k, tk)
         )
     dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, out_tiles)
     steps = w.batch * nm * nn * nk
