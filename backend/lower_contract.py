@@ -28,7 +28,7 @@ from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import AttrRef, Call
 from eqsat.spatial_plan import group_share, is_depthwise
 from eqsat.tiling import node_tile
-from hwsim.costmodel import KernelWork, matmul_tiling_cost
+from hwsim.costmodel import KernelWork, cheapest_tiles
 from hwsim.dtypes import ITEMSIZE
 
 from .compiler import Compiler
@@ -202,11 +202,13 @@ def model_work(c: Compiler, node: Node, cop: str, types, cattrs) -> KernelWork:
     base = kernel_work(cop, types, ctype, cattrs)
     in_types = [c.graph.nodes[j].type for j in node.inputs]
     flops = node.opdef.flops(in_types, node.type, node.attr_dict)
+    fused = kernel_work(node.op, in_types, node.type, node.attr_dict)
     return replace(
         base,  # type: ignore[type-var]
         vector_ops=max(0, flops - 2 * base.macs),  # type: ignore[union-attr]
         bytes_in=node.opdef.bytes_read(in_types),
         bytes_out=node.opdef.bytes_written(node.type),
+        epilogue_loads=fused.epilogue_loads if fused is not None else (),
     )
 
 
@@ -239,7 +241,7 @@ def choose_tile(
             if fits and 4 * accs * tile[0] * tile[1] <= hw.acc_bytes:
                 return tile, slots
         return _fit(c, g, tile, sizes, modes), 1
-    best, best_key = None, None
+    slots_of: dict[tuple[int, int, int], int] = {}
     for tm in _pow2(hw.array_rows, g.m):
         for tn in _pow2(hw.array_cols, g.n):
             if 4 * accs * tm * tn > hw.acc_bytes:
@@ -253,12 +255,12 @@ def choose_tile(
                 if fits:
                     break
             for tk in fits[-1:]:  # the largest k tile, as the model does
-                cost = matmul_tiling_cost(hw, work, (tm, tn, tk))
-                key = (cost.cycles, cost.dram_bytes, -slots)
-                if best_key is None or key < best_key:
-                    best, best_key = ((tm, tn, tk), slots), key
-    if best is not None:
-        return best
+                slots_of[(tm, tn, tk)] = slots
+    # the closed form's best few, replayed on the queues, as the cost model searches
+    costs = cheapest_tiles(hw, work, slots_of)
+    if costs:
+        best = min(costs, key=lambda c: (c.cycles, c.dram_bytes, -slots_of[c.tile]))
+        return best.tile, slots_of[best.tile]
     return _fit(c, g, (hw.array_rows, hw.array_cols, hw.array_rows), sizes, modes), 1
 
 

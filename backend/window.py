@@ -136,6 +136,8 @@ def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
     taps = image.taps()
     out, value = image.output(c, i, node, node.type)
     total = _chain("add", [Leaf(k) for k in range(len(taps))])
+    if node.type.dtype.is_float:  # the reference sums from +0: a window of -0 gives +0
+        total = Bin("add", total, Imm(0.0, node.type.dtype.value))
     include_pad = bool(node.attr("count_include_pad"))
     counts = g.counts(include_pad)
     leaves = list(taps)
@@ -201,6 +203,8 @@ def lower_depthwise(
     n_taps = len(taps)
     products = [Bin("mul", Leaf(t), Leaf(n_taps + t)) for t in range(n_taps)]
     conv = _chain("add", products)
+    if out_type.dtype.is_float:  # the reference sums from +0: all -0 products give +0
+        conv = Bin("add", conv, Imm(0.0, out_type.dtype.value))
     expr = conv
     extra: list[View] = []
     if epi is not None:

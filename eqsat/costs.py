@@ -134,6 +134,7 @@ def kernel_work(
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             patch=_patch(name, c_in, c_out),
+            epilogue_loads=_epilogue_loads(op, in_types, out, gemms, name in ("conv2d", "qconv2d")),
         )
     kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
     # the lane passes of the kernel's instructions where they are known, else FLOPs
@@ -146,6 +147,28 @@ def kernel_work(
         bytes_out=bytes_out,
         working_set_bytes=_working_set(op, in_types, out),
     )
+
+
+def _epilogue_loads(
+    op: OpDef, in_types: Sequence[TensorType], out: TensorType, gemms: int, conv: bool
+) -> tuple[tuple[bool, bool, int], ...]:
+    """The operands a fused matrix kernel's epilogue loads per output tile (those after
+    the products' own, scalars aside), as KernelWork.epilogue_loads: along m and n of
+    the GEMM (a matmul's output rows and columns; a convolution's pixels and output
+    channels, its implicit GEMM)."""
+    if op.kind is not OpKind.FUSED or not out.rank:
+        return ()
+    loads = []
+    for t in in_types[1 + gemms :]:
+        if t.numel <= 1:
+            continue
+        dims = (1,) * (out.rank - t.rank) + tuple(t.shape)
+        if conv:  # [N, O, HO, WO]: m the pixels, n the channels
+            on_m, on_n = dims[-1] > 1 or dims[-2] > 1, dims[-3] > 1
+        else:
+            on_m, on_n = out.rank > 1 and dims[-2] > 1, dims[-1] > 1
+        loads.append((on_m, on_n, t.dtype.itemsize))
+    return tuple(loads)
 
 
 def _working_set(op: OpDef, in_types: Sequence[TensorType], out: TensorType) -> int:

@@ -81,6 +81,7 @@ def pointwise_work(work: KernelWork, x: TensorType, w: TensorType) -> KernelWork
         batch=n,
         bytes_in=work.bytes_in + reloaded,
         patch=(),
+        epilogue_loads=swapped_loads(work),
     )
 
 
@@ -102,7 +103,13 @@ def transposed_work(work: KernelWork, x: TensorType, w: TensorType, out: TensorT
         bytes_in=work.bytes_in + (n - 1) * w.nbytes,
         patch=(),
         patch_b=work.patch,
+        epilogue_loads=swapped_loads(work),
     )
+
+
+def swapped_loads(work: KernelWork) -> tuple[tuple[bool, bool, int], ...]:
+    """Epilogue loads of a convolution run with channels as m and pixels as n."""
+    return tuple((on_n, on_m, size) for on_m, on_n, size in work.epilogue_loads)
 
 
 def conv_window(x: TensorType, w: TensorType, attrs: Mapping[str, object]) -> Window2d:
@@ -825,12 +832,16 @@ def window_streams(
     if kind == "max":
         ops: list[str] = ["max"] * (t - 1) or ["copy"]
     elif kind in ("avg", "avg_map"):
-        ops = ["add"] * (t - 1) + ["div"]
+        # a float sum ends with + 0 (backend/window.py), as the reference's from +0
+        ops = ["add"] * (t if x.dtype.is_float else t - 1) + ["div"]
         if kind == "avg_map":
             leaves.append(((0, 0, wo, 1), 4))
     else:
         leaves += [(weight, isz)] * t
-        ops = ["mul"] * t + ["add"] * (t - 1) + list(epilogue_ops)
+        # a float sum ends with + 0 (backend/window.py): the reference's sum from +0
+        # turns -0 products (a padded tap times a negative weight) into +0
+        sums = t if x.dtype.is_float else t - 1
+        ops = ["mul"] * t + ["add"] * sums + list(epilogue_ops)
     leaves += list(extra)
     inter = _intermediates(ops, kind, t, out_isz)
     main = Stream(shape, out, out_isz, tuple(leaves), tuple(ops), inter)

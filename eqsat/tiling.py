@@ -33,6 +33,7 @@ from hwsim.costmodel import (
     SPILL_FACTOR,
     KernelCost,
     KernelWork,
+    cheapest_tiles,
     matmul_tiling_cost,
     pow2_multiples,
 )
@@ -188,7 +189,7 @@ def fitting_search_cost(
     """The cheapest tile of the cost model's search space (powers of two times the
     array, or the whole dimension; the largest fitting K step) among those the backend
     can run (tile_sram_bytes): what the backend picks for a kernel without a tile."""
-    best = None
+    tiles = []
     for tm in pow2_multiples(hw.array_rows, work.m):
         for tn in pow2_multiples(hw.array_cols, work.n):
             if 4 * tm * tn * work.gemms > hw.acc_bytes:
@@ -199,7 +200,7 @@ def fitting_search_cost(
                 if tile_sram_bytes(work, (tm, tn, tk), epilogue, transposed_b) <= hw.sram_bytes
             ]
             if fits:
-                cost = matmul_tiling_cost(hw, work, (tm, tn, fits[-1]))
-                if best is None or (cost.cycles, cost.dram_bytes) < (best.cycles, best.dram_bytes):
-                    best = cost
-    return best
+                tiles.append((tm, tn, fits[-1]))
+    return min(
+        cheapest_tiles(hw, work, tiles), key=lambda c: (c.cycles, c.dram_bytes), default=None
+    )

@@ -34,6 +34,10 @@ Every kind:
   total = launch + max(compute, dma) + 2*lat + (compute + dma - max(compute, dma)) / steps
   (roofline with overlap from double buffering, plus the exposed latencies of the first
   load and the last store, and one pipeline step of the non-bottleneck stage).
+  A matmul/conv loop of at most gemm_queues.MAX_INSTRUCTIONS instructions is instead
+  replayed on the simulator's queues (hwsim/gemm_queues.py): `total` is what the
+  closed form assumes about overlap, wrong where DMA and compute are close and steps
+  short. A tile search ranks by the closed form and replays its REPLAYED best tiles.
 
 Spill: when the working set (with the minimal tile) does not fit SRAM, the kernel must
 re-read: spill_bytes = 2*ceil(ws/sram)*(bytes_in + bytes_out + ws) are added to its
@@ -45,14 +49,16 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import timing
 from .dtypes import ITEMSIZE
+from .gemm_queues import MAX_INSTRUCTIONS, gemm_program, instruction_count, run_queues
 from .hardware import MATRIX_DTYPES, Hardware
 
 KINDS = ("matmul", "conv", "vector", "layout")
+REPLAYED = 3  # tiles of a tile search replayed on the queues: the closed form's best
 SPILL_FACTOR = 2  # multiplies the cost of an infeasible kernel on top of spill traffic
 
 
@@ -79,6 +85,10 @@ class KernelWork:
     # the same for B = the transposed patches [K, pixels] of one image (a convolution
     # run as weights @ patches): loaded pixel-major in those pieces, turned on chip
     patch_b: tuple[int, int, int] = ()
+    # matmul/conv: the operands a fused epilogue loads for each output tile, as (varies
+    # along m, varies along n, item size): a bias is one row or column of the tile, a
+    # residual the whole tile (hwsim/gemm_queues.py; the closed form leaves them out)
+    epilogue_loads: tuple[tuple[bool, bool, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,9 +175,11 @@ def _out_itemsize(w: KernelWork) -> int:
 
 
 def matmul_tiling_cost(
-    hw: Hardware, w: KernelWork, tile: tuple[int, int, int], spill: int = 0
+    hw: Hardware, w: KernelWork, tile: tuple[int, int, int], spill: int = 0, replay: bool = True
 ) -> KernelCost:
-    """Cost of a matmul/conv kernel with a given tile shape (tm, tn, tk), no fit check."""
+    """Cost of a matmul/conv kernel with a given tile shape (tm, tn, tk), no fit check.
+    The cycles are those of its loop replayed on the simulator's queues where it has at
+    most MAX_INSTRUCTIONS instructions (and `replay`), else the closed form's."""
     tm, tn, tk = tile
     s = ITEMSIZE[w.dtype]
     nm, nn, nk = math.ceil(w.m / tm), math.ceil(w.n / tn), math.ceil(w.k / tk)
@@ -214,8 +226,13 @@ def matmul_tiling_cost(
         )
     dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, out_tiles)
     steps = w.batch * nm * nn * nk
+    cycles = _total(hw, compute, dma, steps)
+    if replay and not spill and instruction_count(w, tile, loads_a + loads_b) <= MAX_INSTRUCTIONS:
+        # few enough instructions to replay the loop on the simulator's queues: how
+        # far DMA and compute overlap, step by step (hwsim/gemm_queues.py)
+        cycles = replayed_cycles(hw, w, (tm, tn, tk))
     return KernelCost(
-        cycles=_total(hw, compute, dma, steps),
+        cycles=cycles,
         compute_cycles=compute,
         matrix_cycles=w.batch * w.gemms * matrix,
         vector_cycles=w.batch * move + epilogue,
@@ -225,6 +242,25 @@ def matmul_tiling_cost(
         spill_bytes=spill,
         tile=(tm, tn, tk),
     )
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def replayed_cycles(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]) -> int:
+    """A GEMM kernel's cycles with its loop replayed on the queues (cached: the e-graph
+    prices the same kernel at the same tile many times)."""
+    return math.ceil(hw.launch_cycles + run_queues(hw, gemm_program(hw, w, tile)))
+
+
+def cheapest_tiles(
+    hw: Hardware, w: KernelWork, tiles: Iterable[tuple[int, int, int]]
+) -> list[KernelCost]:
+    """The REPLAYED tiles of `tiles` the closed form prices cheapest, priced with
+    matmul_tiling_cost (replayed): a search replays a few tiles, not all of them."""
+    closed = sorted(
+        (matmul_tiling_cost(hw, w, t, replay=False) for t in tiles),
+        key=lambda c: (c.cycles, c.dram_bytes),
+    )
+    return [matmul_tiling_cost(hw, w, c.tile) for c in closed[:REPLAYED]]  # type: ignore[arg-type]
 
 
 @functools.cache
@@ -240,7 +276,7 @@ def _matmul(hw: Hardware, w: KernelWork) -> KernelCost:
     if w.dtype not in MATRIX_DTYPES:
         raise ValueError(f"the matrix unit takes {', '.join(MATRIX_DTYPES)}, not {w.dtype}")
     best = min(
-        (matmul_tiling_cost(hw, w, t) for t in _matmul_tiles(hw, w)),
+        cheapest_tiles(hw, w, _matmul_tiles(hw, w)),
         key=lambda c: (c.cycles, c.dram_bytes),
         default=None,
     )

@@ -1,0 +1,247 @@
+"""The GEMM loop's instructions replayed on the simulator's queues, to price it.
+
+The closed form of hwsim/costmodel.py (the busiest unit, plus one pipeline step of the
+other) assumes that DMA and compute overlap as far as double buffering allows. A GEMM
+whose steps are short and DMA-heavy (a small convolution: many small patch DMAs
+against a short matmul) overlaps less: a step's loads wait until compute is done with
+the step two back, the epilogue of a tile waits for the store two tiles back, and each
+DMA holds one of the `dma_engines` until its data lands.
+
+Here the loop of backend/gemm.py `emit_gemm` is generated as abstract instructions (a
+queue, cycles from hwsim/timing.py, the instructions each waits on, as the Pipeline
+tokens of backend/emit.py pair them up) and run with the scheduling rules of
+hwsim/simulator.py: in-order load, compute and store queues, one DRAM channel whose
+transfers follow each other (a DMA's issue overlaps the previous transfer), at most
+`dma_engines` DMAs between start and landing, the earliest start first and ties to
+the load queue. The epilogue's operands are loaded per output tile
+(`KernelWork.epilogue_loads`). What KernelWork does not say is left out, as in the
+closed form: the zero tiles an epilogue's prologue loads, and the on-chip transpose of
+an operand whose rows are contiguous in DRAM (a producer that wrote NHWC).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from . import timing
+from .dtypes import ITEMSIZE
+from .hardware import Hardware
+
+LOAD, COMPUTE, STORE = 0, 1, 2
+MAX_INSTRUCTIONS = 4000  # larger loops keep the closed form (see instruction_count)
+
+
+class QueueProgram:
+    """Abstract instructions: queue, cycles (queue occupancy) and the instructions
+    whose completion (a DMA's: its landing) each one waits for."""
+
+    def __init__(self) -> None:
+        self.queue: list[int] = []
+        self.cycles: list[int] = []
+        self.deps: list[tuple[int, ...]] = []
+
+    def add(self, queue: int, cycles: int, deps: tuple[int, ...] = ()) -> int:
+        self.queue.append(queue)
+        self.cycles.append(cycles)
+        self.deps.append(deps)
+        return len(self.queue) - 1
+
+
+class _Pipe:
+    """backend/emit.py's Pipeline on abstract instructions: generation g of a channel
+    waits for the release of generation g - 2; a compute waits for the loads issued
+    since the last compute; an output tile's compute for the store `out_slots` back."""
+
+    def __init__(self, prog: QueueProgram, out_slots: int = 2) -> None:
+        self.p, self.nout = prog, out_slots
+        self.gens: dict[str, int] = {}
+        self.released: dict[tuple[str, int], int] = {}
+        self.pending: list[int] = []
+        self.waits: list[int] = []  # loads the next output tile's epilogue waits for
+        self.last_compute = -1
+        self.stores: list[int] = []
+
+    def load(self, ch: str, cycles: list[int], pend: bool = True) -> tuple[str, int] | None:
+        if not cycles:
+            return None
+        g = self.gens.get(ch, 0)
+        self.gens[ch] = g + 1
+        before = self.released.get((ch, g - 2))
+        for j, c in enumerate(cycles):
+            deps = (before,) if j == 0 and before is not None else ()
+            i = self.p.add(LOAD, c, deps)
+            if pend:
+                self.pending.append(i)
+            else:
+                self.waits.append(i)
+        return ch, g
+
+    def compute(self, cycles: int, deps: tuple[int, ...] = ()) -> None:
+        self.last_compute = self.p.add(COMPUTE, cycles, (*self.pending, *deps))
+        self.pending = []
+
+    def release(self, gen: tuple[str, int] | None) -> None:
+        if gen is not None:
+            self.released[gen] = self.last_compute
+
+    def finish(self, compute: int, store: int, egen: tuple[str, int] | None = None) -> None:
+        """An output tile: its epilogue (after its operands' loads `egen`), then its store."""
+        k = len(self.stores)
+        slot = (self.stores[k - self.nout],) if k >= self.nout else ()
+        self.compute(compute, (*self.waits, *slot))
+        self.waits = []
+        self.release(egen)
+        self.stores.append(self.p.add(STORE, store, (self.last_compute,)))
+
+
+def _segments(start: int, size: int, run: int) -> Iterator[int]:
+    """Sizes of the pieces [start, start + size) splits into at multiples of `run`."""
+    p, end = start, start + size
+    while p < end:
+        q = min(end, (p // run + 1) * run)
+        yield q - p
+        p = q
+
+
+def _patch_dmas(hw: Hardware, s: int, patch: tuple, r0: int, rn: int, c0: int, cn: int):
+    """backend/contract.py PatchLoader: one DMA per (output-row run, kernel-row run)."""
+    rows, cols = list(_segments(r0, rn, patch[0])), list(_segments(c0, cn, patch[1]))
+    return [timing.dma_cycles(hw, r * c * s) for r in rows for c in cols]
+
+
+def instruction_count(w, tile: tuple[int, int, int], loads: int) -> int:
+    """The instructions gemm_program generates, from the DMA count the closed form
+    already has: a compute per k step, a compute and a store per output tile."""
+    tm, tn, tk = tile
+    out_tiles = w.batch * math.ceil(w.m / tm) * math.ceil(w.n / tn)
+    return loads + out_tiles * (2 + math.ceil(w.k / tk))
+
+
+def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
+    """The instructions of backend/gemm.py emit_gemm for KernelWork `w` (matmul or conv
+    as implicit GEMM) at `tile`, with the compute the closed form prices per output
+    tile (the accumulator's move and the epilogue's share of the vector ops)."""
+    tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
+    s = ITEMSIZE[w.dtype]
+    s_out = _out_itemsize(w)
+    nk, nn = math.ceil(w.k / tk), math.ceil(w.n / tn)
+    a_res, b_res = nk == 1, nk == 1 and nn == 1
+    outputs = w.batch * w.m * w.n
+    prog = QueueProgram()
+    pipe = _Pipe(prog)
+
+    def a_dmas(m0: int, rm: int, k0: int, rk: int) -> list[int]:
+        if w.patch:
+            return _patch_dmas(hw, s, w.patch, m0, rm, k0, rk)
+        return [timing.dma_cycles(hw, rm * rk * s)]
+
+    def b_dmas(k0: int, rk: int, n0: int, rn: int) -> list[int]:
+        if w.patch_b:  # loaded pixel-major, then transposed on chip
+            return _patch_dmas(hw, s, w.patch_b, n0, rn, k0, rk)
+        return [timing.dma_cycles(hw, rk * rn * s)] * w.gemms
+
+    def b_turn(rk: int, rn: int) -> int:
+        return timing.vector_cycles(hw, rk * rn, "transpose") if w.patch_b else 0
+
+    def operand_dmas(rm: int, rn: int) -> list[int]:
+        return [
+            timing.dma_cycles(hw, (rm if on_m else 1) * (rn if on_n else 1) * size)
+            for on_m, on_n, size in w.epilogue_loads
+        ]
+
+    ops_per_output = round(w.vector_ops / outputs)
+
+    def epilogue(rm: int, rn: int) -> int:
+        """The accumulator moved out (a convolution's: transposed) unless vector ops
+        read it where it is, then an instruction per op of the epilogue."""
+        cycles = 0
+        if w.kind == "conv" or not w.vector_ops:
+            cycles += timing.vector_cycles(hw, rm * rn, "move")
+        if w.vector_ops:
+            share = w.vector_ops * rm * rn / outputs
+            cycles += math.ceil(share / hw.vector_lanes) + hw.issue_cycles * max(1, ops_per_output)
+        return cycles
+
+    for _ in range(w.batch):
+        bgen: tuple[str, int] | None = None
+        b_done = False
+        for m0 in range(0, w.m, tm):
+            rm = min(tm, w.m - m0)
+            agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
+            for n0 in range(0, w.n, tn):
+                rn = min(tn, w.n - n0)
+                egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
+                if b_res and bgen is None and not b_done and m0 == 0:
+                    bgen = pipe.load("b", b_dmas(0, w.k, n0, rn))
+                    if w.patch_b:
+                        pipe.compute(b_turn(w.k, rn))
+                        pipe.release(bgen)
+                        bgen, b_done = None, True
+                for k0 in range(0, w.k, tk):
+                    rk = min(tk, w.k - k0)
+                    dmas = [] if a_res else a_dmas(m0, rm, k0, rk)
+                    if not b_res:
+                        dmas += b_dmas(k0, rk, n0, rn)
+                    kgen = pipe.load("k", dmas)
+                    turn = 0 if b_res else b_turn(rk, rn)
+                    pipe.compute(turn + w.gemms * timing.matmul_cycles(hw, w.dtype, rm, rn, rk))
+                    pipe.release(kgen)
+                if agen is not None and n0 + tn >= w.n:
+                    pipe.release(agen)
+                if bgen is not None and m0 + tm >= w.m:
+                    pipe.release(bgen)
+                pipe.finish(epilogue(rm, rn), timing.dma_cycles(hw, rm * rn * s_out), egen)
+    return prog
+
+
+def _out_itemsize(w) -> int:
+    outs = w.batch * w.m * w.n
+    return max(1, round(w.bytes_out / outs)) if w.bytes_out and outs else ITEMSIZE[w.dtype]
+
+
+def run_queues(hw: Hardware, prog: QueueProgram) -> float:
+    """Cycles from the first instruction's start to the last one's completion, as
+    hwsim/simulator.py `_segment` schedules them."""
+    lists: list[list[int]] = [[], [], []]
+    for i, q in enumerate(prog.queue):
+        lists[q].append(i)
+    heads = [0, 0, 0]
+    free = [0.0, 0.0, 0.0]
+    done: list[float | None] = [None] * len(prog.queue)
+    channel, inflight, end = 0.0, [], 0.0
+    lat, issue, engines = hw.dram_latency_cycles, hw.issue_cycles, hw.dma_engines
+    deps, cycles = prog.deps, prog.cycles
+    while True:
+        best, best_t = -1, math.inf
+        for q in (LOAD, COMPUTE, STORE):
+            if heads[q] >= len(lists[q]):
+                continue
+            i = lists[q][heads[q]]
+            t = free[q]
+            for d in deps[i]:
+                at = done[d]
+                if at is None:
+                    break
+                t = max(t, at)
+            else:
+                if q != COMPUTE:
+                    t = max(t, channel - issue)
+                    busy = sorted(x for x in inflight if x > t)
+                    if len(busy) >= engines:
+                        t = busy[len(busy) - engines]
+                if t < best_t:
+                    best, best_t = q, t
+        if best < 0:
+            break
+        i = lists[best][heads[best]]
+        heads[best] += 1
+        finish = best_t + cycles[i]
+        free[best] = finish
+        if best != COMPUTE:
+            channel = finish
+            finish += lat
+            inflight = [x for x in inflight if x > best_t] + [finish]
+        done[i] = finish
+        end = max(end, finish)
+    return end
