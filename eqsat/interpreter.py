@@ -159,6 +159,14 @@ def param_scale(shape: tuple[int, ...]) -> float:
     return 0.1
 
 
+def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """The inputs of `random_bindings(graph, seed)` alone (they are drawn first, so the
+    values are the same), without drawing the params: cheap for large models."""
+    check_sizes(graph)
+    rng = np.random.default_rng(seed)
+    return {str(node.attr("name")): random_value(node.type, rng) for _, node in graph.inputs}
+
+
 def random_bindings(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded values for every input (standard normal) and param (scaled normal)."""
     check_sizes(graph)

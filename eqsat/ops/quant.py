@@ -27,7 +27,15 @@ def _cast_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     dtype = DType.parse(attrs["dtype"])
     x = xs[0]
     if dtype.is_int and np.issubdtype(x.dtype, np.floating):
-        return saturate(np.rint(np.nan_to_num(x)), dtype)
+        # rint, clip (which saturates +-inf), NaN -> 0, narrow: one copy, the rest in
+        # place (weights are large)
+        r = np.rint(x)
+        if not isinstance(r, np.ndarray):  # a 0-d input gives a numpy scalar
+            r = np.array(r)
+        info = np.iinfo(dtype.np_dtype)
+        np.clip(r, info.min, info.max, out=r)
+        r[np.isnan(r)] = 0
+        return r.astype(dtype.np_dtype)
     if dtype.is_int:
         return saturate(x.astype(np.int64), dtype)
     return x.astype(np.float32)

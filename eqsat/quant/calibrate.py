@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from eqsat.errors import UserError
-from eqsat.interpreter import check_binding, evaluate_nodes, random_bindings
+from eqsat.interpreter import check_binding, evaluate_nodes, random_inputs
 from eqsat.ir.graph import Graph
 
 METHODS = ("minmax", "percentile")
@@ -41,10 +41,7 @@ def calibration_samples(
     """Input bindings, one dict per sample (inputs only; params are bound separately)."""
     inputs = {str(n.attr("name")): n.type for _, n in graph.inputs}
     if arrays is None:
-        return [
-            {k: v for k, v in random_bindings(graph, seed + 1 + k).items() if k in inputs}
-            for k in range(RANDOM_SAMPLES)
-        ]
+        return [random_inputs(graph, seed + 1 + k) for k in range(RANDOM_SAMPLES)]
     where = where or "calibration file"
     missing = [name for name in inputs if name not in arrays]
     if missing:
