@@ -7,11 +7,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Limits:
-    """When saturation stops (whichever comes first), as egg's runner does."""
+    """When saturation stops (whichever comes first), as egg's runner does; the time
+    and memory limits bound the whole optimization (saturation and extraction)."""
 
     iter_limit: int = 30
     node_limit: int = 100_000  # e-nodes of programs (the Op sort), not shapes
-    time_limit: float = 30.0  # seconds of saturation
+    time_limit: float = 30.0  # seconds of the whole optimization
+    memory_limit: int | None = None  # bytes of resident memory; None: eqsat.budget's default
 
     def check(self) -> None:
         from eqsat.flags import UsageError
@@ -22,6 +24,8 @@ class Limits:
             raise UsageError(f"--node-limit must be at least 1, got {self.node_limit}")
         if not self.time_limit > 0:
             raise UsageError(f"--time-limit must be positive, got {self.time_limit}")
+        if self.memory_limit is not None and self.memory_limit < 1:
+            raise UsageError(f"--memory-limit must be positive, got {self.memory_limit}")
 
 
 DEFAULT_LIMITS = Limits()

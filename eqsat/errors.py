@@ -39,9 +39,27 @@ class SourceError(UserError):
         out = f"{self.location}: error: {self.message}"
         text = self.source_line()
         if text is not None:
-            expanded = text.expandtabs(1)
-            out += f"\n  {expanded}\n  {' ' * max(self.col - 1, 0)}^"
+            shown, caret = _excerpt(text.expandtabs(1), max(self.col - 1, 0))
+            out += f"\n  {shown}\n  {' ' * caret}^"
         return out
+
+
+EXCERPT_WIDTH = 100
+
+
+def _excerpt(line: str, at: int) -> tuple[str, int]:
+    """At most EXCERPT_WIDTH characters of `line` around column `at` (0-based), with
+    '...' where it was cut, and the caret's column in what is shown."""
+    if len(line) <= EXCERPT_WIDTH:
+        return line, at
+    start = max(0, min(at - EXCERPT_WIDTH // 2, len(line) - EXCERPT_WIDTH))
+    shown = line[start : start + EXCERPT_WIDTH]
+    caret = at - start
+    if start > 0:
+        shown, caret = "..." + shown, caret + 3
+    if start + EXCERPT_WIDTH < len(line):
+        shown += "..."
+    return shown, caret
 
 
 def closest_name(name: str, candidates: list[str]) -> str | None:

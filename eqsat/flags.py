@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from eqsat.errors import UserError
+from eqsat.limits import int_text_problem, number_text, side_problem
 
 
 class UsageError(UserError):
@@ -17,9 +18,37 @@ class UsageError(UserError):
 
 def parse_dim(text: str) -> tuple[str, int]:
     name, sep, value = text.partition("=")
-    if not sep or not name.isidentifier() or not value.strip().isdigit() or int(value) < 1:
+    if not sep or not name.isidentifier() or not value.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INT, got '{number_text(text)}'")
+    problem = int_text_problem(value) or side_problem(int(value))
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{name}: {problem}")
+    if int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INT, got '{text}'")
     return name, int(value)
+
+
+def seed(text: str) -> int:
+    """A --seed value: a non-negative integer (numpy's generators take no other)."""
+    value = text.strip()
+    if not value.isdigit() or int_text_problem(value) is not None:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer below 2^63, got '{number_text(text)}'"
+        )
+    return int(value)
+
+
+def seconds(text: str) -> float:
+    """A time-limit value: a positive number of seconds (inf: no limit; nan refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds, got '{number_text(text)}'"
+        )
+    return value
 
 
 def add_dim_flag(parser: argparse.ArgumentParser) -> None:
@@ -30,4 +59,14 @@ def add_dim_flag(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="bind a symbolic dimension, overriding the model's default (repeatable)",
+    )
+
+
+def add_allow_extra_flag(parser: argparse.ArgumentParser) -> None:
+    """--allow-extra: for the commands that read --inputs or --calibrate files."""
+    parser.add_argument(
+        "--allow-extra",
+        action="store_true",
+        help="a member of an --inputs or --calibrate file whose name matches no input or "
+        "param of the model is a warning (and ignored), not an error",
     )

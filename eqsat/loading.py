@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from eqsat.errors import UserError
-from eqsat.fileio import PARAMS_SUFFIX, load_arrays, params_file_for, write_model_files
+from eqsat.fileio import (
+    PARAMS_SUFFIX,
+    ArraySpec,
+    load_arrays,
+    params_file_for,
+    spec_for,
+    write_model_files,
+)
 from eqsat.fold import fold_constants
 from eqsat.interpreter import check_binding, random_bindings
 from eqsat.ir.graph import Graph
@@ -37,6 +44,20 @@ class LoadedModel:
     notes: list[str] = field(default_factory=list)  # what loading decided, for the user
     # For an ONNX file: the import (ONNX input/output names and types).
     onnx: Any = None
+
+    def input_specs(self) -> dict[str, ArraySpec]:
+        """What an --inputs file may hold: each input and param by name and, for an ONNX
+        model, each ONNX input by its ONNX name (any numbers for a float input: the
+        import converts them)."""
+        types = self.graph.bound_names()
+        specs = {name: spec_for(t) for name, t in types.items()}
+        for io in self.onnx.inputs if self.onnx is not None else ():
+            t = types.get(io.name)
+            if t is None:  # an input the model does not use: any shape, numbers
+                specs.setdefault(io.onnx_name, ArraySpec(None))
+            else:
+                specs[io.onnx_name] = ArraySpec(t.shape, "fiub" if t.dtype.is_float else "iub")
+        return specs
 
     def bindings(
         self, seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None, where: str = ""

@@ -9,6 +9,7 @@ from typing import Any
 
 from egglog.bindings import EGraph as EggGraph
 
+from eqsat.budget import Budget, OutOfTime, deadline_checker, default_memory_limit
 from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.costs import ProgramCost, program_cost
 from eqsat.egraph.encoding import program_prelude
@@ -23,6 +24,7 @@ from eqsat.egraph.extraction import (
 from eqsat.egraph.program import graph_program
 from eqsat.egraph.saturate import SaturationReport, run_commands, saturate
 from eqsat.extract import Extraction
+from eqsat.extract.result import OUT_OF_TIME
 from eqsat.ir.graph import Graph
 from eqsat.rules.predicates import hardware_facts
 from eqsat.tiling import prefer_explicit_tiles
@@ -72,9 +74,14 @@ def optimize(
 ) -> OptimizeResult:
     """`facts`: egglog commands run once the model is in (the quantization pass's
     `term = param` equalities). `baseline`: the program the result is compared with
-    and falls back to (default `graph`; the quantization pass annotates `graph`)."""
+    and falls back to (default `graph`; the quantization pass annotates `graph`).
+
+    `limits.time_limit` and `limits.memory_limit` bound the whole call: saturation
+    stops early enough for extraction to fit (eqsat.budget), the ILP gets what time
+    is left, and an extraction that still runs out of time keeps the input program."""
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
+    budget = Budget(limits.time_limit, limits.memory_limit or default_memory_limit(), t_start)
     egraph = EggGraph()
     run_commands(egraph, program_prelude())
     run_commands(egraph, rules.text)
@@ -88,15 +95,42 @@ def optimize(
     def on_round(i: int, nodes: int, seconds: float) -> None:
         say(f"  round {i}: {nodes:,} e-nodes, {seconds:.2f} s")
 
-    report = saturate(egraph, list(rules.rulesets), set(rules.names), limits, on_round)
+    report = saturate(
+        egraph, list(rules.rulesets), set(rules.names), limits, on_round, budget=budget
+    )
     t_sat = time.perf_counter()
 
+    say(f"extracting ({extractor}) from {report.nodes:,} e-nodes")
     serialized = serialize(egraph)
-    priced = price(serialized, hw)
-    classes = locate(graph, priced.decoded)
-    roots = sorted({classes[i] for _, i in graph.outputs})
-    say(f"extracting ({extractor}) from {priced.decoded.n_nodes:,} e-nodes")
-    extraction = extract_program(priced, roots, extractor, ilp_time_limit)
+    del egraph  # egglog's memory is not needed while Python prices the copy
+    tick = deadline_checker(budget)
+    base = graph if baseline is None else baseline
+    before = program_cost(base, hw)
+    try:
+        priced = price(serialized, hw, tick)
+        del serialized
+        classes = locate(graph, priced.decoded)
+        roots = sorted({classes[i] for _, i in graph.outputs})
+        ilp_seconds = min(ilp_time_limit, max(budget.remaining(), 1.0))
+        extraction = extract_program(priced, roots, extractor, ilp_seconds, tick)
+    except OutOfTime:
+        say("time limit reached during extraction: the input program is kept")
+        return OptimizeResult(
+            original=base,
+            graph=base,
+            before=before,
+            after=before,
+            saturation=report,
+            egraph_nodes=report.nodes,
+            egraph_classes=0,
+            extraction=Extraction({}, float(before.cycles), (), (), extractor, OUT_OF_TIME),
+            kept_original=True,
+            times={
+                "saturate": t_sat - t_start,
+                "extract": time.perf_counter() - t_sat,
+                "total": time.perf_counter() - t_start,
+            },
+        )
     extraction = prefer_explicit_tiles(priced, extraction)
     names = _class_names(graph, classes)
     outputs = [(name, classes[i]) for name, i in graph.outputs]
@@ -106,8 +140,6 @@ def optimize(
     )
     t_ext = time.perf_counter()
 
-    base = graph if baseline is None else baseline
-    before = program_cost(base, hw)
     after = program_cost(optimized, hw)
     kept = after.cycles > before.cycles
     if kept:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from lark import Lark, Transformer
+from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from eqsat.errors import SourceError, UserError
@@ -54,6 +54,40 @@ def end_position(text: str) -> tuple[int, int]:
 
 Hint = Callable[[UnexpectedToken], str]
 
+# How deep a model file may nest calls and brackets (levels of its parse tree, so a
+# little more than the calls). Parsing and transforming never recurse on depth; the
+# passes after them are iterative or proven to this depth by tests/faults.
+MAX_NESTING = 1000
+
+
+def too_deep(tree: Tree, limit: int = MAX_NESTING) -> tuple[int, int] | None:
+    """The (line, col) of a part of `tree` nested deeper than `limit`, or None.
+
+    Walks the tree with an explicit stack (no recursion on depth)."""
+    stack: list[tuple[Tree | Token, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Tree):
+            continue
+        if depth > limit:
+            return _first_position(node)
+        stack.extend((child, depth + 1) for child in node.children)
+    return None
+
+
+def _first_position(node: Tree) -> tuple[int, int]:
+    """Where a subtree starts: its meta position, else its first token's."""
+    meta = node.meta
+    if not meta.empty:
+        return meta.line, meta.column
+    stack: list[Tree | Token] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Token):
+            return item.line or 1, item.column or 1
+        stack.extend(reversed(item.children))
+    return 1, 1
+
 
 def syntax_error(
     err: UnexpectedInput,
@@ -89,12 +123,26 @@ def parse_to_ast(
     cls: type[SourceError],
     words: Mapping[str, str],
     hint: Hint | None = None,
+    max_nesting: int = MAX_NESTING,
+    nesting_advice: str = "name the inner parts in separate statements (`t = ...`)",
 ):
-    """Parse `text` and transform it; every mistake becomes a `cls` at its position."""
+    """Parse `text` and transform it; every mistake becomes a `cls` at its position.
+
+    `transformer` should be a `Transformer_NonRecursive`: trees up to MAX_NESTING
+    deep must transform without reaching Python's recursion limit."""
     try:
         tree = lark.parse(text)
     except UnexpectedInput as err:
         raise syntax_error(err, text, file, cls, words, hint) from None
+    deep = too_deep(tree, max_nesting)
+    if deep is not None:
+        raise cls(
+            f"nested more than {max_nesting} levels deep (the limit); {nesting_advice}",
+            file,
+            deep[0],
+            deep[1],
+            text,
+        )
     try:
         return transformer.transform(tree)
     except Exception as err:  # lark wraps transformer errors in VisitError

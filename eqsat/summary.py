@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from eqsat.ir.graph import Graph
+from eqsat.limits import number_text
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Summary:
 
 
 def human_bytes(n: float) -> str:
+    if isinstance(n, int) and n.bit_length() > 1000:  # beyond float: no `/` on it
+        return f"{number_text(n)} B"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -47,6 +50,8 @@ def human_bytes(n: float) -> str:
 
 
 def human_count(n: float) -> str:
+    if isinstance(n, int) and n.bit_length() > 1000:  # beyond float: no `/` on it
+        return number_text(n)
     for unit in ("", "K", "M", "G", "T"):
         if abs(n) < 1000 or unit == "T":
             return f"{n:.0f}" if unit == "" else f"{n:.2f} {unit}"

@@ -15,6 +15,7 @@ import numpy as np
 from eqsat.errors import closest_name
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.limits import number_text, shape_problem, side_problem
 from eqsat.ops import REGISTRY, AttrType, OpKind, OpTypeError
 from frontend import ast
 from frontend.errors import (
@@ -64,6 +65,9 @@ class _Checker:
                     raise self.error(
                         TypeMismatchError, f"dimension '{item.name}' must be positive", item.pos
                     )
+                too_big = None if item.default is None else side_problem(item.default)
+                if too_big is not None:
+                    raise self.error(TypeMismatchError, f"'{item.name}': {too_big}", item.pos)
                 self.dims[item.name] = item.default
         for name, value in self.overrides.items():
             self.dims[name] = value
@@ -98,7 +102,13 @@ class _Checker:
         shape = tuple(self.dim_value(d, p) for d, p in zip(spec.dims, positions, strict=True))
         for d, p in zip(shape, positions, strict=True):
             if d < 1:
-                raise self.error(TypeMismatchError, f"dimensions must be positive, got {d}", p)
+                raise self.error(
+                    TypeMismatchError, f"dimensions must be positive, got {number_text(d)}", p
+                )
+            if side_problem(d) is not None:
+                raise self.error(TypeMismatchError, side_problem(d), p)
+        if shape_problem(shape) is not None:
+            raise self.error(TypeMismatchError, shape_problem(shape), spec.pos)
         return TensorType(dtype, shape)
 
     def check_const_value(self, item: ast.ConstDecl, t: TensorType, value: float) -> None:
@@ -116,7 +126,8 @@ class _Checker:
             if not info.min <= value <= info.max:
                 raise self.error(
                     TypeMismatchError,
-                    f"{value} is outside the range of {t.dtype} ({info.min} to {info.max})",
+                    f"{number_text(value)} is outside the range of {t.dtype} "
+                    f"({info.min} to {info.max})",
                     item.pos,
                 )
             return
@@ -124,7 +135,9 @@ class _Checker:
         written_special = isinstance(value, float) and not math.isfinite(value)
         if not written_special and not abs(value) <= limit:
             raise self.error(
-                TypeMismatchError, f"{value} is outside the range of {t.dtype}", item.pos
+                TypeMismatchError,
+                f"{number_text(value)} is outside the range of {t.dtype}",
+                item.pos,
             )
 
     def const(self, b: GraphBuilder, item: ast.ConstDecl) -> int:
@@ -218,8 +231,28 @@ class _Checker:
         return value
 
     def expr(self, b: GraphBuilder, e: ast.Expr, name: str | None = None) -> int:
-        if isinstance(e, ast.Ref):
-            return self.lookup(e.name, e.pos)
+        """The node of expression `e`. Walks the expression with an explicit stack, so a
+        call nested as deep as the parser allows never reaches the recursion limit;
+        operands are checked and added left to right, as they are written."""
+        done: list[int] = []
+        stack: list[tuple[ast.Expr, bool]] = [(e, False)]
+        while stack:
+            part, operands_done = stack.pop()
+            if isinstance(part, ast.Ref):
+                done.append(self.lookup(part.name, part.pos))
+            elif not operands_done:
+                self.check_call(part)
+                stack.append((part, True))
+                stack.extend((a, False) for a in reversed(part.args))
+            else:
+                first = len(done) - len(part.args)
+                inputs = tuple(done[first:])
+                del done[first:]
+                done.append(self.add_call(b, part, inputs, name if part is e else None))
+        return done[0]
+
+    def check_call(self, e: ast.Call) -> None:
+        """Mistakes a call shows before its operands are looked at."""
         op = REGISTRY.get(e.op)
         if op is None or op.kind is OpKind.LEAF:
             close = closest_name(e.op, CALLABLE_OPS)
@@ -233,7 +266,11 @@ class _Checker:
                 f"{', ...' if op.variadic else ''}), got {len(e.args)}",
                 e.pos,
             )
-        inputs = tuple(self.expr(b, a) for a in e.args)
+
+    def add_call(
+        self, b: GraphBuilder, e: ast.Call, inputs: tuple[int, ...], name: str | None
+    ) -> int:
+        op = REGISTRY[e.op]
         given = {}
         for attr in e.attrs:
             spec = op.attr_spec(attr.name)
@@ -321,9 +358,14 @@ def model_dims(model: ast.Model) -> set[str]:
 
 
 def _attr_dims(e: ast.Expr) -> list[ast.Dim]:
-    if isinstance(e, ast.Ref):
-        return []
-    out: list[ast.Dim] = [v for a in e.attrs if isinstance(a.value, tuple) for v in a.value]
-    for arg in e.args:
-        out += _attr_dims(arg)
+    """The list-attribute entries of every call in `e`, in source order (an explicit
+    stack: expressions may nest up to the parser's limit)."""
+    out: list[ast.Dim] = []
+    stack = [e]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, ast.Ref):
+            continue
+        out += [v for a in part.attrs if isinstance(a.value, tuple) for v in a.value]
+        stack.extend(reversed(part.args))
     return out

@@ -7,8 +7,10 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Transformer, v_args
+from lark import Lark, v_args
+from lark.visitors import Transformer_NonRecursive
 
+from eqsat.limits import int_text_problem
 from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
 from frontend import ast
 from frontend.errors import ModelSyntaxError
@@ -31,14 +33,28 @@ def _pos(meta_or_token) -> ast.Pos:
     return ast.Pos(getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0)
 
 
+MAX_NUMBER_DIGITS = 4000  # below Python's own limit for int() of a text (4,300)
+
+
+def _int(tok) -> int:
+    """An integer token's value; one beyond int64 is an error at the token."""
+    problem = int_text_problem(tok)
+    if problem is not None:
+        raise _at(problem, _pos(tok))
+    return int(tok)
+
+
 def _dim_text(factors: list) -> ast.Dim:
+    for f in factors:
+        if f.type == "INT":
+            _int(f)
     if len(factors) == 1 and factors[0].type == "INT":
         return int(factors[0])
     return "*".join(str(f) for f in factors)
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     def start(self, meta, children):
         return children[0]
 
@@ -50,7 +66,7 @@ class _ToAst(Transformer):
 
     def dim_decl(self, meta, children):
         name, default = children
-        return ast.DimDecl(str(name), None if default is None else int(default), _pos(meta))
+        return ast.DimDecl(str(name), None if default is None else _int(default), _pos(meta))
 
     def input_decl(self, meta, children):
         return ast.LeafDecl("input", str(children[0]), children[1], _pos(meta))
@@ -100,12 +116,15 @@ class _ToAst(Transformer):
 
     def number(self, meta, children):
         text = str(children[0])
-        try:
+        if text.lstrip("+-").isdigit():
+            # A value, checked for range where its type is known (a constant's dtype,
+            # an attribute's int64); only a text Python cannot convert stops here.
+            if len(text) > MAX_NUMBER_DIGITS:
+                raise _at(f"number {_short(text)} is out of range", _pos(children[0]))
             return int(text)
-        except ValueError:
-            value = float(text)
+        value = float(text)
         if math.isinf(value):
-            raise _at(f"number {text} is out of range", _pos(children[0]))
+            raise _at(f"number {_short(text)} is out of range", _pos(children[0]))
         return value
 
     def name_value(self, meta, children):
@@ -133,7 +152,11 @@ class _ToAst(Transformer):
         return tuple(c[0] if isinstance(c, tuple) else c for c in children if c is not None)
 
     def int_item(self, meta, children):
-        return int(children[0])
+        return _int(children[0])
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 24 else text[:12] + f"... ({len(text)} characters)"
 
 
 def _at(message: str, pos: ast.Pos) -> Positioned:

@@ -21,12 +21,14 @@ immediate is a number. The destination comes first, then `<-` and the sources, t
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from .asm_format import format_dram, format_instr, format_program, format_tile
-from .dtypes import DTYPES
+from .dtypes import DTYPES, ITEMSIZE
 from .isa import (
     ROLES,
     SPACES,
@@ -50,11 +52,34 @@ from .isa import (
 )
 from .verify import program_problems
 
-__all__ = ["AsmError", "format_dram", "format_instr", "format_program", "format_tile", "parse"]
+__all__ = [
+    "AsmError",
+    "format_dram",
+    "format_instr",
+    "format_program",
+    "format_tile",
+    "parse",
+    "read_text",
+]
 
 
 class AsmError(Exception):
     """Malformed assembly; the message is `FILE:LINE:COL: error: MESSAGE`."""
+
+
+# The legal range of numbers in assembly, checked as they are read (before anything is
+# allocated): integers (addresses, sizes, strides, option values) fit int64; the DRAM
+# buffers of one program hold at most MAX_DRAM_BYTES together, since the simulator
+# keeps each in host memory (with its race-tracking state, several times the bytes).
+# HWSIM_MAX_DRAM_BYTES overrides the default of 4 GiB.
+MAX_INT = 2**63 - 1
+MAX_RANK = 32
+DEFAULT_MAX_DRAM_BYTES = 4 * 2**30
+
+
+def max_dram_bytes() -> int:
+    value = os.environ.get("HWSIM_MAX_DRAM_BYTES", "")
+    return int(value) if value.isdigit() else DEFAULT_MAX_DRAM_BYTES
 
 
 _TOKEN = re.compile(
@@ -97,23 +122,40 @@ class _Line:
         return AsmError(f"{self.file}:{self.lineno}:{col}: error: {msg}")
 
 
+def _int(m: re.Match[str], group: str, at: _Line) -> int:
+    """The integer of a match group; one beyond int64 is an error at its column."""
+    text = m[group]
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19 or int(text) > MAX_INT or int(text) < -MAX_INT - 1:
+        shown = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+        raise at.error(m.start(group) + 1, f"integer {shown} does not fit in 64 bits")
+    return int(text)
+
+
 def _tile(m: re.Match[str], at: _Line, col: int) -> Tile:
     if m["space"] not in SPACES:
         raise at.error(col, f"unknown memory '{m['space']}'; use sram or acc")
     if m["dtype"] not in DTYPES:
         raise at.error(col, f"unknown dtype '{m['dtype']}'; use one of {', '.join(DTYPES)}")
-    stride = None if m["stride"] is None else int(m["stride"])
-    return Tile(m["space"], int(m["addr"]), int(m["rows"]), int(m["cols"]), m["dtype"], stride)
+    stride = None if m["stride"] is None else _int(m, "stride", at)
+    addr, rows, cols = (_int(m, g, at) for g in ("addr", "rows", "cols"))
+    return Tile(m["space"], addr, rows, cols, m["dtype"], stride)
 
 
-def _dram(m: re.Match[str]) -> DramRef:
-    return DramRef(m["buf"], int(m["off"]), int(m["drows"]), int(m["dcols"]), int(m["dstride"]))
+def _dram(m: re.Match[str], at: _Line) -> DramRef:
+    off, rows, cols, stride = (_int(m, g, at) for g in ("off", "drows", "dcols", "dstride"))
+    return DramRef(m["buf"], off, rows, cols, stride)
 
 
 def _value(m: re.Match[str], at: _Line, col: int) -> Any:
     if m.lastgroup == "tile":
         return _tile(m, at, col)
-    return _dram(m) if m.lastgroup == "dram" else float(m.group())
+    if m.lastgroup == "dram":
+        return _dram(m, at)
+    value = float(m.group())
+    if math.isinf(value) and "inf" not in m.group():
+        raise at.error(col, f"number {m.group()[:24]} is out of range (write inf or -inf)")
+    return value
 
 
 def _scan(text: str, at: _Line, start: int) -> tuple[list, list, dict[str, tuple[str, int]]]:
@@ -172,7 +214,10 @@ def _tokens(value: str, at: _Line, col: int) -> tuple[str, ...]:
 
 def _instr(text: str, at: _Line) -> Instr:
     m = _OPCODE.match(text)
-    op, sub = m[1], m[2]  # type: ignore[index]
+    if m is None:
+        col = len(text) - len(text.lstrip()) + 1
+        raise at.error(col, f"expected an instruction, got '{text.strip()[:24]}'")
+    op, sub = m[1], m[2]
     if op not in _OPTIONS:
         raise at.error(m.start(1) + 1, f"unknown instruction '{op}'")  # type: ignore[union-attr]
     has_sub = op in ("unary", "binary", "reduce")
@@ -200,7 +245,7 @@ def _instr(text: str, at: _Line) -> Instr:
         elif key in _INT_KEYS:
             if not re.fullmatch(r"[-+]?\d+", val):
                 raise at.error(col, f"'{key}' needs an integer")
-            kw[key] = int(val)
+            kw[key] = _option_int(val, at, col)
         else:
             kw[key] = val
     return _build(op, sub, dsts, srcs, kw, at, m.end() + 1)  # type: ignore[union-attr]
@@ -259,6 +304,13 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
     return Requantize(dst=dst, src=src, **{names[k]: v for k, v in kw.items()}, **deps)
 
 
+def _option_int(text: str, at: _Line, col: int) -> int:
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19 or not -MAX_INT - 1 <= int(text) <= MAX_INT:
+        raise at.error(col, f"integer {text[:24]} does not fit in 64 bits")
+    return int(text)
+
+
 def _header(text: str, at: _Line) -> Buffer:
     m = _HEADER.match(text)
     if m is None:
@@ -268,10 +320,59 @@ def _header(text: str, at: _Line) -> Buffer:
         raise at.error(2, f"unknown role '.{role}'; use .input, .output or .scratch")
     if dtype not in DTYPES:
         raise at.error(m.start(3) + 1, f"unknown dtype '{dtype}'")
-    shape = tuple(int(d) for d in dims.replace(",", " ").split())
+    texts = dims.replace(",", " ").split()
+    if len(texts) > MAX_RANK:
+        raise at.error(m.start(4) + 1, f"a buffer has at most {MAX_RANK} dims, got {len(texts)}")
+    if any(len(d.lstrip("0")) > 19 for d in texts):
+        raise at.error(m.start(4) + 1, "a dim does not fit in 64 bits")
+    shape = tuple(int(d) for d in texts)
     if not shape or min(shape) < 1:
         raise at.error(m.start(4) + 1, "a buffer needs one or more positive dims")
     return Buffer(name, dtype, shape, role)
+
+
+def _check_dram(buffers: list[Buffer], at: _Line, col: int) -> None:
+    """The buffers declared so far fit MAX_DRAM_BYTES (checked before any allocation)."""
+    limit = max_dram_bytes()
+    total = sum(math.prod(b.shape) * ITEMSIZE[b.dtype] for b in buffers)
+    if total > limit:
+        last = buffers[-1]
+        nbytes = math.prod(last.shape) * ITEMSIZE[last.dtype]
+        raise at.error(
+            col,
+            f"buffer '{last.name}' ({_bytes(nbytes)}) does not fit: the program's DRAM "
+            f"buffers would take {_bytes(total)}, over the simulator's limit of "
+            f"{_bytes(limit)} (set HWSIM_MAX_DRAM_BYTES to raise it)",
+        )
+
+
+def _bytes(n: int) -> str:
+    """n bytes in words; integer arithmetic above GiB (a sum of declared sizes may be
+    far beyond float range)."""
+    if n < 1024:
+        return f"{n} B"
+    for unit, shift in (("KiB", 10), ("MiB", 20), ("GiB", 30)):
+        if n < 1 << (shift + 10):
+            return f"{n / (1 << shift):.1f} {unit}"
+    tib = n >> 40
+    return f"{tib:,} TiB" if tib.bit_length() < 100 else f"2^{n.bit_length() - 1} B or more"
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """An assembly file's text; one that is not UTF-8 (a binary file) is an AsmError
+    at the line and column of its first bad byte. OSError passes through."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        line_start = raw.rfind(b"\n", 0, err.start) + 1
+        col = len(raw[line_start : err.start].decode("utf-8", "replace")) + 1
+        raise AsmError(
+            f"{os.fspath(path)}:{line}:{col}: error: the file is not UTF-8 text "
+            f"(byte 0x{raw[err.start]:02x}); is it assembly?"
+        ) from None
 
 
 def parse(text: str, filename: str = "<asm>", verify: bool = True) -> Program:
@@ -290,6 +391,7 @@ def parse(text: str, filename: str = "<asm>", verify: bool = True) -> Program:
             buffers.append(_header(line.strip(), at))
             if any(b.name == buffers[-1].name for b in buffers[:-1]):
                 raise at.error(1, f"buffer '{buffers[-1].name}' declared twice")
+            _check_dram(buffers, at, line.index("[") + 1)
         else:
             instrs.append(_instr(line, at))
             lines.append(lineno)

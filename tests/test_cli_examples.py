@@ -140,7 +140,8 @@ def test_unknown_dim_name_is_an_error(command, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        "--dim T: model 'bert_layer' has no dimension 'T' (its dimensions: B, S)"
+        f"eqsat {command}: error: --dim T: model 'bert_layer' has no dimension 'T' "
+        "(its dimensions: B, S)"
     ]
     assert not out.exists()
 

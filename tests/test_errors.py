@@ -385,4 +385,6 @@ def test_subprocess_bad_dim_flag(tmp_path):
     proc = _subprocess("check", str(ROOT / "examples" / "mlp.model"), "--dim", "Q=3")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("--dim Q: model 'mlp' has no dimension 'Q' (its dimensions: B)")
+    assert proc.stderr.startswith(
+        "eqsat check: error: --dim Q: model 'mlp' has no dimension 'Q' (its dimensions: B)"
+    )

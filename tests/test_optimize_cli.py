@@ -51,6 +51,8 @@ def test_optimize_writes_model_report_and_egraph(tmp_path, capsys) -> None:
         "iteration_limit",
         "node_limit",
         "time_limit",
+        "memory_limit",
+        "rules_skipped",
     }
     assert set(data["time_s"]) == {"saturate", "extract", "total"}
     assert all(isinstance(v, int) and v > 0 for v in data["rules_fired"].values())

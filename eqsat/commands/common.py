@@ -29,9 +29,20 @@ def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
     return loaded
 
 
+def warn(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
     """Inputs and params: --inputs where given, else the params file, else --seed."""
-    given = load_arrays(args.inputs) if getattr(args, "inputs", None) else None
+    given = None
+    if getattr(args, "inputs", None):
+        given = load_arrays(
+            args.inputs,
+            loaded.input_specs(),
+            allow_extra=getattr(args, "allow_extra", False),
+            warn=warn,
+        )
     return loaded.bindings(getattr(args, "seed", 0) or 0, given, getattr(args, "inputs", "") or "")
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from eqsat.flags import UsageError, add_dim_flag
+from eqsat.flags import UsageError, add_dim_flag, seed
 from eqsat.fold import fold_constants
 from eqsat.loading import params_file_for, write_model_files
 from eqsat.summary import human_bytes, human_count, summarize
@@ -47,7 +47,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         f"--check-tol (default {DEFAULT_CHECK_TOL:g}, normwise relative)",
     )
     p.add_argument("--check-tol", type=float, default=DEFAULT_CHECK_TOL, metavar="REL")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --check inputs (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the --check inputs (default 0)")
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="read a .pt2 file: torch.export.load unpickles it, which runs any code the file "
+        "holds; only for a file you made yourself",
+    )
     p.add_argument(
         "--supported",
         action="store_true",
@@ -68,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("eqsat import: give the model to import (or --supported)")
     source = Path(args.source)
     dims = dict(args.dim)
-    onnx_path, cleanup = _as_onnx(source)
+    onnx_path, cleanup = _as_onnx(source, args.trust_pickle)
     try:
         imported = import_onnx(onnx_path, dims, symbolic=not args.static, file=str(source))
         if imported.model is None:
@@ -124,10 +130,16 @@ def _report(imported, graph, source: Path) -> None:
         print(f"  note: {note}")
 
 
-def _as_onnx(source: Path):
-    """The ONNX file to import, and a cleanup for a temporary one (from a .pt2)."""
+def _as_onnx(source: Path, trust_pickle: bool):
+    """The ONNX file to import, and a cleanup for a temporary one (from a .pt2). A .pt2
+    is read with pickle (torch.export.load): only when the user vouches for the file."""
     if source.suffix != ".pt2":
         return source, lambda: None
+    if not trust_pickle:
+        raise UsageError(
+            f"{source}: a .pt2 file is read with pickle (torch.export.load), which runs any "
+            "code the file holds; pass --trust-pickle if you made the file yourself"
+        )
     from frontend.torch_export import exported_program_to_onnx
 
     path = exported_program_to_onnx(source)

@@ -8,7 +8,7 @@ import numpy as np
 
 from eqsat.commands.common import bindings_from_args, load_model_from_args
 from eqsat.fileio import save_arrays
-from eqsat.flags import add_dim_flag
+from eqsat.flags import add_allow_extra_flag, add_dim_flag, seed
 from eqsat.interpreter import evaluate
 from eqsat.ir.types import dtype_of_array
 
@@ -27,8 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL", help="model file in the eqsat text format")
     add_dim_flag(p)
     p.add_argument("--inputs", metavar="FILE.npz", help="values for inputs and params, by name")
+    add_allow_extra_flag(p)
     p.add_argument(
-        "--seed", type=int, default=0, help="seed for values not in --inputs (default 0)"
+        "--seed", type=seed, default=0, help="seed for values not in --inputs (default 0)"
     )
     p.add_argument(
         "--save-inputs",

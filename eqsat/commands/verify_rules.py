@@ -7,7 +7,7 @@ import secrets
 import sys
 
 from eqsat.config import DEFAULT_HARDWARE
-from eqsat.flags import UsageError
+from eqsat.flags import UsageError, seed
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"hypothesis examples per rule direction (default {DEFAULT_EXAMPLES})",
     )
     p.add_argument(
-        "--seed", type=int, metavar="S", help="seed of the run (default: a random one, printed)"
+        "--seed", type=seed, metavar="S", help="seed of the run (default: a random one, printed)"
     )
     p.add_argument(
         "--rule",

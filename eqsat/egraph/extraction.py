@@ -8,7 +8,7 @@ the choice is rebuilt into a typed Graph.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,11 @@ class PricedEGraph:
         return EGraph.from_nodes(specs, roots)
 
 
-def price(serialized: dict[str, Any], hw: Hardware) -> PricedEGraph:
+def price(
+    serialized: dict[str, Any], hw: Hardware, tick: Callable[[], None] | None = None
+) -> PricedEGraph:
+    """Cycles of every typed e-node. `tick`: called per e-node (a deadline check)."""
+    tick = tick or (lambda: None)
     typed = type_egraph(decode(serialized))
     costs: dict[str, float] = {}
     by_id: dict[str, ENode] = {}
@@ -60,6 +64,7 @@ def price(serialized: dict[str, Any], hw: Hardware) -> PricedEGraph:
     values = eclass_value_classes(typed.decoded.classes, lambda n: n.children, lambda n: n.op)
     for nodes in typed.decoded.classes.values():
         for n in nodes:
+            tick()
             by_id[n.id] = n
             if n.id not in typed.node_types:
                 continue
@@ -134,6 +139,12 @@ def rebuild(
 
 
 def extract_program(
-    priced: PricedEGraph, roots: list[str], extractor: str, time_limit: float
+    priced: PricedEGraph,
+    roots: list[str],
+    extractor: str,
+    time_limit: float,
+    tick: Callable[[], None] | None = None,
 ) -> Extraction:
-    return extract(priced.extraction_graph(roots), extractor, roots, time_limit=time_limit)
+    return extract(
+        priced.extraction_graph(roots), extractor, roots, time_limit=time_limit, tick=tick
+    )

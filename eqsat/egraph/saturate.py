@@ -6,6 +6,9 @@ analysis again so that guards see the shapes of new terms. egglog has no node or
 time limit inside a run, so rounds are run one at a time and the limits are checked
 between them; within a round a back-off scheduler skips any rule whose matches
 exceed the remaining node budget, which bounds how far one round can overshoot.
+The time and memory limits are the whole optimization's (eqsat.budget): a round is
+not started when it and the extraction after it are predicted to overrun the time,
+and the node budget is capped by what the memory left can hold and extract.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 
 from egglog.bindings import EGraph
 
+from eqsat.budget import Budget, default_memory_limit, human_size
 from eqsat.config import Limits
 from eqsat.egraph.encoding import ANALYSIS, op_of_constructor
 
@@ -23,6 +27,8 @@ SATURATED = "saturated"
 ITERATION_LIMIT = "iteration_limit"
 NODE_LIMIT = "node_limit"
 TIME_LIMIT = "time_limit"
+MEMORY_LIMIT = "memory_limit"
+RULES_SKIPPED = "rules_skipped"  # the graph stopped growing only because rules were skipped
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,32 @@ class SaturationReport:
     initial_nodes: int = 0
     rules_fired: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    skipped_rules: tuple[str, ...] = ()  # skipped by the scheduler in the last round
+    node_limit: int = 0  # the limit in force when saturation stopped
+    memory_limit: int = 0
+
+    def describe_stop(self) -> str:
+        """Why saturation stopped, in words a person reads."""
+        if self.stop_reason == NODE_LIMIT:
+            return f"node limit reached at {self.nodes:,} e-nodes (limit {self.node_limit:,})"
+        if self.stop_reason == MEMORY_LIMIT:
+            return (
+                f"memory limit: stopped at {self.nodes:,} e-nodes so that extraction fits "
+                f"in {human_size(self.memory_limit)} (--memory-limit)"
+            )
+        if self.stop_reason == TIME_LIMIT:
+            return "time limit: the next round and extraction would not fit (--time-limit)"
+        if self.stop_reason == RULES_SKIPPED:
+            names = ", ".join(self.skipped_rules[:4]) + (
+                ", ..." if len(self.skipped_rules) > 4 else ""
+            )
+            return (
+                f"rules skipped by the scheduler ({names}): their matches exceeded the "
+                "per-rule share of the node budget and nothing else grew the e-graph"
+            )
+        if self.stop_reason == ITERATION_LIMIT:
+            return f"iteration limit ({len(self.iterations)} rounds)"
+        return self.stop_reason.replace("_", " ")
 
     @property
     def nodes(self) -> int:
@@ -69,12 +101,20 @@ def saturate(
     rule_names: set[str],
     limits: Limits,
     progress=None,
+    budget: Budget | None = None,
 ) -> SaturationReport:
-    """Grow `egraph` with `rulesets` until saturated or a limit is hit."""
+    """Grow `egraph` with `rulesets` until saturated or a limit is hit. `budget`: the
+    time and memory the whole optimization has (default: from `limits`, from now)."""
     start = time.perf_counter()
+    if budget is None:
+        budget = Budget(limits.time_limit, limits.memory_limit or default_memory_limit())
     saturate_analysis(egraph)
     sizes = _sizes(egraph)
-    report = SaturationReport(initial_nodes=op_node_count(sizes))
+    report = SaturationReport(
+        initial_nodes=op_node_count(sizes),
+        node_limit=limits.node_limit,
+        memory_limit=budget.memory,
+    )
     if not rulesets:
         report.seconds = time.perf_counter() - start
         return report
@@ -87,18 +127,23 @@ def saturate(
         if nodes >= limits.node_limit:
             report.stop_reason = NODE_LIMIT
             break
-        elapsed = time.perf_counter() - start
-        if elapsed + _predicted_round_seconds(report) >= limits.time_limit:
+        cap = min(limits.node_limit, budget.node_cap(nodes))
+        if nodes >= cap:
+            report.stop_reason = MEMORY_LIMIT
+            break
+        round_seconds, round_nodes = _predicted_round(report)
+        after = min(max(round_nodes, nodes), cap)
+        if round_seconds + budget.extraction_seconds(after) >= budget.remaining():
             report.stop_reason = TIME_LIMIT
             break
         t0 = time.perf_counter()
         # Share the remaining node budget among the rules that are matching, so that
         # one round cannot overshoot the node limit by more than a few RHS nodes per match.
-        budget = max((limits.node_limit - nodes) // max(active, 1), 1)
+        share = max((cap - nodes) // max(active, 1), 1)
         runs = " ".join(f"(run-with bo {r})" for r in rulesets)
         out = run_commands(
             egraph,
-            f"(run-schedule (let-scheduler bo (back-off :match-limit {budget} :ban-length 1)) "
+            f"(run-schedule (let-scheduler bo (back-off :match-limit {share} :ban-length 1)) "
             f"(seq {runs}))",
         )
         matches: Counter[str] = Counter()
@@ -122,22 +167,29 @@ def saturate(
         if progress is not None:
             progress(len(report.iterations), nodes, time.perf_counter() - start)
         if new_sizes == sizes:
-            report.stop_reason = NODE_LIMIT if banned else SATURATED
+            if not banned:
+                report.stop_reason = SATURATED
+            elif cap < limits.node_limit:  # the rules' share was cut by the memory left
+                report.stop_reason = MEMORY_LIMIT
+            else:
+                report.stop_reason = RULES_SKIPPED
+            report.skipped_rules = tuple(sorted(banned))
             break
         sizes = new_sizes
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _predicted_round_seconds(report: SaturationReport) -> float:
-    """How long the next round will take if the e-graph keeps growing as it did.
+def _predicted_round(report: SaturationReport) -> tuple[float, int]:
+    """Seconds the next round will take and e-nodes it will leave, if the e-graph
+    keeps growing as it did in the last round.
 
     egglog cannot stop inside a round, so a round predicted to overrun the time limit
-    is not started: the last round's time times its growth factor.
+    is not started: the last round's time and size times its growth factor.
     """
     if not report.iterations:
-        return 0.0
+        return 0.0, report.initial_nodes
     last = report.iterations[-1]
     before = report.iterations[-2].nodes if len(report.iterations) > 1 else report.initial_nodes
-    growth = last.nodes / max(before, 1)
-    return last.seconds * max(growth, 1.0)
+    growth = max(last.nodes / max(before, 1), 1.0)
+    return last.seconds * growth, int(last.nodes * growth)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from eqsat.extract.egraph import EGraph
 from eqsat.extract.errors import ExtractError
@@ -19,10 +19,13 @@ def extract(
     roots: Iterable[str] | None = None,
     *,
     time_limit: float | None = 60.0,
+    tick: Callable[[], None] | None = None,
 ) -> Extraction:
-    """Extract with ``extractor`` ("greedy", the default, or "ilp") from ``roots``."""
+    """Extract with ``extractor`` ("greedy", the default, or "ilp") from ``roots``.
+
+    ``tick``: called as extraction goes (a deadline check that may raise)."""
     if extractor == "greedy":
-        return greedy_extract(egraph, roots)
+        return greedy_extract(egraph, roots, tick)
     if extractor == "ilp":
-        return ilp_extract(egraph, roots, time_limit=time_limit)
+        return ilp_extract(egraph, roots, time_limit=time_limit, tick=tick)
     raise ExtractError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")

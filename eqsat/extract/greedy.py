@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -32,11 +32,16 @@ from eqsat.extract.result import HEURISTIC, Extraction
 _FEW_BITS = 16
 
 
-def greedy_extract(egraph: EGraph, roots: Iterable[str] | None = None) -> Extraction:
-    """Greedy DAG extraction from ``roots`` (class ids; default: the graph's roots)."""
+def greedy_extract(
+    egraph: EGraph, roots: Iterable[str] | None = None, tick: Callable[[], None] | None = None
+) -> Extraction:
+    """Greedy DAG extraction from ``roots`` (class ids; default: the graph's roots).
+
+    ``tick`` is called once per settled class: a caller's deadline check, which may
+    raise to stop the extraction."""
     start = time.perf_counter()
     root_idx = egraph.resolve_roots(roots)
-    choice = greedy_choice(egraph, root_idx)
+    choice = greedy_choice(egraph, root_idx, tick)
     missing = [egraph.class_ids[r] for r in root_idx if choice[r] < 0]
     if missing:
         raise NoTermError(f"{egraph.source}: no finite acyclic term for root class(es) {missing}")
@@ -50,7 +55,9 @@ def greedy_extract(egraph: EGraph, roots: Iterable[str] | None = None) -> Extrac
     )
 
 
-def greedy_choice(egraph: EGraph, roots: Sequence[int]) -> list[int]:
+def greedy_choice(
+    egraph: EGraph, roots: Sequence[int], tick: Callable[[], None] | None = None
+) -> list[int]:
     """Class index -> chosen node index (-1: no finite acyclic term or not needed).
 
     Settles classes reachable from ``roots`` only, and stops once all roots are settled.
@@ -82,6 +89,8 @@ def greedy_choice(egraph: EGraph, roots: Sequence[int]) -> list[int]:
         c = node_class[n]
         if settled[c]:
             continue
+        if tick is not None:
+            tick()
         settled[c] = True
         choice[c] = n
         set_cost[c] = value

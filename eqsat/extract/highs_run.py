@@ -13,6 +13,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def solve_milp(
     if isolate is None:
         isolate = problem.n_vars >= ISOLATE_FROM_VARIABLES
     if time_limit is None or not isolate:
-        return _solve(problem, options)
+        return _solve_interruptibly(problem, options)
     return _solve_in_child(problem, options, deadline=time_limit + 2.0 + 0.1 * time_limit)
 
 
@@ -86,6 +87,48 @@ def _solve(problem: MilpProblem, options: dict[str, Any]) -> MilpOutcome:
     )
     bound = getattr(res, "mip_dual_bound", None)
     return MilpOutcome(int(res.status), res.x, str(res.message), bound)
+
+
+def _solve_interruptibly(problem: MilpProblem, options: dict[str, Any]) -> MilpOutcome:
+    """`_solve` in a worker thread. HiGHS releases the GIL but never looks at signals,
+    so in the main thread a Ctrl-C would wait for the whole solve; the main thread only
+    waits here and gets the KeyboardInterrupt at once. The abandoned solve (a daemon
+    thread) runs on to its time limit: see `abandoned_solve_running`."""
+    if threading.current_thread() is not threading.main_thread():
+        return _solve(problem, options)
+    outcome: list[MilpOutcome] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome.append(_solve(problem, options))
+        except BaseException as err:  # handed to the caller's thread
+            failure.append(err)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="highs", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except BaseException:
+        _ABANDONED.append(done)
+        raise
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+# Solves left running by a Ctrl-C (their `done` events).
+_ABANDONED: list[threading.Event] = []
+
+
+def abandoned_solve_running() -> bool:
+    """Whether a solve left behind by a Ctrl-C still runs. A process exiting then can
+    be aborted by HiGHS ("terminate called without an active exception", exit code
+    134, seen under pytest), so the CLI ends such a process with os._exit."""
+    return any(not done.is_set() for done in _ABANDONED)
 
 
 def _solve_in_child(problem: MilpProblem, options: dict[str, Any], deadline: float) -> MilpOutcome:
@@ -110,6 +153,10 @@ def _solve_in_child(problem: MilpProblem, options: dict[str, Any], deadline: flo
             return MilpOutcome(
                 KILLED, None, f"stopped at the hard deadline of {deadline:.1f} s", None
             )
+        except BaseException:  # Ctrl-C: the solver must not outlive the command
+            proc.kill()
+            proc.wait()
+            raise
         out.seek(0)
         data = out.read()
     if proc.returncode != 0 or not data:

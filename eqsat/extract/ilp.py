@@ -20,7 +20,7 @@ process that is killed at a hard deadline (see ``highs_run``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -45,6 +45,7 @@ def ilp_extract(
     time_limit: float | None = 60.0,
     mip_rel_gap: float | None = None,
     isolate: bool | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> Extraction:
     """Optimal DAG extraction, or the best found within about ``time_limit`` seconds.
 
@@ -53,7 +54,7 @@ def ilp_extract(
     """
     start = time.perf_counter()
     root_idx = egraph.resolve_roots(roots)
-    greedy = greedy_extract(egraph, [egraph.class_ids[r] for r in root_idx])
+    greedy = greedy_extract(egraph, [egraph.class_ids[r] for r in root_idx], tick)
     pruned = prune(egraph, root_idx)
     model = _Model(egraph, pruned, root_idx, greedy.dag_cost)
     remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0)

@@ -9,6 +9,7 @@ HEURISTIC = "heuristic"  # greedy: valid, no optimality claim
 OPTIMAL = "optimal"  # ILP proved optimality
 TIME_LIMIT = "time_limit"  # ILP hit its limit; best integer solution found is returned
 FELL_BACK = "fell_back_to_greedy"  # ILP gave nothing better; greedy's extraction is returned
+OUT_OF_TIME = "out_of_time"  # the optimization's time ran out first; nothing was extracted
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,24 @@
 
 Fields (as egglog 13.2's ``serialize(...).to_json()`` writes them, and as the
 egraph-serialize crate reads them): ``nodes`` {node id: {op, children: [node id],
-eclass, cost, subsumed}} with ``children`` (default []), ``cost`` (default 1.0) and
-``subsumed`` (default false) optional; optional ``root_eclasses`` [class id] and
-``class_data`` {class id: {type, let?}}. A child is a node id and stands for that
-node's class.
+eclass, cost, subsumed}} with ``subsumed`` (default false) optional; optional
+``root_eclasses`` [class id] and ``class_data`` {class id: {type, let?}}. A child is a
+node id and stands for that node's class.
+
+A file is untrusted input, so it is read strictly: every node states its ``children``
+and a finite, non-negative ``cost`` up to MAX_COST (egglog always writes both; the egraph-serialize
+crate's defaults would hide a truncated or hand-edited file), and the JSON nests at
+most MAX_JSON_NESTING levels (the format needs 4), checked before parsing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from eqsat.extract.egraph import EGraph, assemble, check_cost
 from eqsat.extract.errors import EGraphFormatError
@@ -30,10 +37,59 @@ def load_egraph(path: str | Path) -> EGraph:
     return parse_json(text, source=str(path))
 
 
+MAX_JSON_NESTING = 100
+# The largest cost a file may give a node. The ILP solver (HiGHS) takes 1e20 as
+# infinity, so a DAG of up to 10^4 nodes at this cost still sums below it.
+MAX_COST = 1e15
+_INT_DIGITS = 19  # longer integers are read as floats (inf beyond float range)
+
+
+def nesting_problem(text: str, limit: int = MAX_JSON_NESTING) -> str | None:
+    """'line L column C: ...' where JSON `text` first nests deeper than `limit`, or
+    None. Vectorized: a bracket counts unless it is inside a string (after an odd
+    number of unescaped quotes)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    b = np.frombuffer(raw, dtype=np.uint8)
+    if b.size == 0:
+        return None
+    index = np.arange(b.size)
+    backslash = b == ord("\\")
+    last_plain = np.maximum.accumulate(np.where(backslash, -1, index))
+    run_before = np.empty(b.size, dtype=np.int64)  # backslashes right before each byte
+    run_before[0] = 0
+    run_before[1:] = index[:-1] - last_plain[:-1]
+    quote = (b == ord('"')) & (run_before % 2 == 0)
+    outside = np.cumsum(quote) % 2 == 0
+    step = ((b == ord("[")) | (b == ord("{"))).astype(np.int64)
+    step -= (b == ord("]")) | (b == ord("}"))
+    step[~outside] = 0
+    deep = np.flatnonzero(np.cumsum(step) > limit)
+    if deep.size == 0:
+        return None
+    at = int(deep[0])
+    line_start = raw.rfind(b"\n", 0, at) + 1
+    col = len(raw[line_start:at].decode("utf-8", "replace")) + 1
+    line = raw.count(b"\n", 0, at) + 1
+    return (
+        f"line {line} column {col}: JSON nested more than {limit} levels deep "
+        "(egraph-serialize nests 4)"
+    )
+
+
+def _read_int(text: str) -> int | float:
+    # Python refuses int() of more than 4,300 digits; a cost that long is not finite.
+    return int(text) if len(text.lstrip("-")) <= _INT_DIGITS else float(text)
+
+
 def parse_json(text: str, source: str = "<json>") -> EGraph:
     """Build an EGraph from egraph-serialize JSON text."""
+    problem = nesting_problem(text)
+    if problem is not None:
+        raise EGraphFormatError(source, problem)
     try:
-        data = json.loads(text)
+        # Infinity and NaN are not JSON; read them as floats so the node they are in
+        # is named in the error.
+        data = json.loads(text, parse_int=_read_int, parse_constant=float)
     except json.JSONDecodeError as exc:
         raise EGraphFormatError(
             source, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -90,13 +146,13 @@ def parse_json_dict(data: Any, source: str = "<json>") -> EGraph:
         where = f"node {nid!r}"
         if not isinstance(node, dict):
             raise EGraphFormatError(source, f"{where} must be an object")
-        for name in ("op", "eclass"):
+        for name in ("op", "eclass", "children", "cost"):
             if name not in node:
                 raise EGraphFormatError(source, f"{where}: missing field {name!r}")
         op = node["op"]
         if not isinstance(op, str):
             raise EGraphFormatError(source, f"{where}: 'op' must be a string, got {op!r}")
-        kids = node.get("children", [])
+        kids = node["children"]
         if not isinstance(kids, list):
             raise EGraphFormatError(source, f"{where}: 'children' must be a list of node ids")
         flag = node.get("subsumed", False)
@@ -106,7 +162,12 @@ def parse_json_dict(data: Any, source: str = "<json>") -> EGraph:
         ops.append(op)
         eclasses.append(_as_id(node["eclass"], source, f"{where}: 'eclass'"))
         child_nodes.append([_as_id(k, source, f"{where}: child") for k in kids])
-        costs.append(check_cost(node.get("cost", 1.0), source, nid))
+        cost = check_cost(node["cost"], source, nid)
+        if not math.isfinite(cost) or cost > MAX_COST:
+            raise EGraphFormatError(
+                source, f"{where}: cost must be a finite number <= {MAX_COST:g}, got {cost}"
+            )
+        costs.append(cost)
         subsumed.append(flag)
     class_of_node = dict(zip(node_ids, eclasses, strict=True))
     children: list[list[str]] = []

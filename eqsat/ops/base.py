@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from eqsat.ir.types import DType, TensorType
+from eqsat.limits import int64_problem, number_text
 
 AttrValue = int | float | bool | str | tuple[int, ...]
 Attrs = Mapping[str, AttrValue]
@@ -72,12 +73,14 @@ class AttrSpec:
         """Return `value` coerced to this attribute's type or raise OpTypeError."""
         t = self.type
         if t is AttrType.INT and isinstance(value, int) and not isinstance(value, bool):
-            return value
+            return self._int64(value)
         if t is AttrType.FLOAT and isinstance(value, int | float) and not isinstance(value, bool):
             try:
                 return float(value)
             except OverflowError:
-                raise OpTypeError(f"attribute '{self.name}': {value} is too large") from None
+                raise OpTypeError(
+                    f"attribute '{self.name}': {number_text(value)} is too large"
+                ) from None
         if t is AttrType.BOOL and isinstance(value, bool):
             return value
         if (
@@ -85,7 +88,7 @@ class AttrSpec:
             and isinstance(value, list | tuple)
             and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         ):
-            return tuple(value)
+            return tuple(self._int64(v) for v in value)
         if t is AttrType.DTYPE and isinstance(value, str | DType):
             try:
                 return DType.parse(str(value)).value
@@ -96,6 +99,13 @@ class AttrSpec:
         raise OpTypeError(
             f"attribute '{self.name}' must be {_ATTR_TYPE_WORDS[t]}, got {describe_value(value)}"
         )
+
+    def _int64(self, value: int) -> int:
+        """Integer attributes are egglog i64s: one beyond int64 is refused here."""
+        problem = int64_problem(value)
+        if problem is not None:
+            raise OpTypeError(f"attribute '{self.name}': {problem}")
+        return value
 
 
 _ATTR_TYPE_WORDS = {

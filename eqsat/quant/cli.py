@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from eqsat.fileio import load_arrays, params_file_for, save_arrays
-from eqsat.flags import UsageError
-from eqsat.interpreter import evaluate, random_bindings
+from eqsat.fileio import load_arrays, params_file_for, save_arrays, spec_for
+from eqsat.flags import UsageError, add_allow_extra_flag
+from eqsat.interpreter import evaluate, random_bindings, random_inputs
 from eqsat.ir.graph import Graph
 from eqsat.quant.calibrate import (
     DEFAULT_PERCENTILE,
@@ -58,6 +58,7 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         help=f"with --calibration percentile: keep the P-th/(100-P)-th percentiles "
         f"(default {DEFAULT_PERCENTILE:g})",
     )
+    add_allow_extra_flag(g)
 
 
 @dataclass
@@ -88,6 +89,13 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"--percentile must be in (50, 100], got {args.percentile:g}")
 
 
+def calibration_specs(graph: Graph) -> dict:
+    """What a --calibrate file may hold: inputs (one sample or N stacked), params."""
+    specs = {str(n.attr("name")): spec_for(n.type, samples=True) for _, n in graph.inputs}
+    specs.update({str(n.attr("name")): spec_for(n.type) for _, n in graph.params})
+    return specs
+
+
 def prepare(
     args: argparse.Namespace,
     graph: Graph,
@@ -104,7 +112,16 @@ def prepare(
         return None
     params_given = params
     warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    arrays = load_arrays(args.calibrate) if args.calibrate else None
+    arrays = (
+        load_arrays(
+            args.calibrate,
+            calibration_specs(graph),
+            allow_extra=getattr(args, "allow_extra", False),
+            warn=warn,
+        )
+        if args.calibrate
+        else None
+    )
     names = {str(n.attr("name")) for _, n in graph.params}
     if bindings is not None:
         params = {k: np.asarray(v) for k, v in bindings.items() if k in names}
@@ -133,7 +150,7 @@ def prepare(
     if bindings is not None:  # what the caller runs
         eval_inputs = [{k: v for k, v in bindings.items() if k in inputs}]
     elif arrays is None:  # seed 0, which calibration (seeds 1..N) never saw
-        eval_inputs = [{k: v for k, v in random_bindings(graph, 0).items() if k in inputs}]
+        eval_inputs = [random_inputs(graph, 0)]
     else:
         eval_inputs = samples
     return QuantRun(plan, params, eval_inputs, described)

@@ -119,9 +119,15 @@ def compile_rules(rules: RuleCollection | Iterable[Rule], include_approx: bool =
     parts = [f"(ruleset {name})" for name in _rulesets(chosen, base, include_approx)]
     for r in chosen:
         header = f"; {r.name} ({r.location})" + (f": {r.doc}" if r.doc else "")
-        parts.append(header)
+        parts.append(_one_line(header))
         parts.extend(r.egglog)
     return "\n".join(parts) + "\n"
+
+
+def _one_line(comment: str) -> str:
+    """An egglog comment that stays one: a file path or doc from the user holding a
+    newline (or any character that is not printable) must not end it early."""
+    return " ".join("".join(c if c.isprintable() else " " for c in comment).split())
 
 
 def rule_index(rules: Iterable[Rule]) -> dict[str, Rule]:

@@ -18,6 +18,24 @@ _RULESET = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 RESERVED_RULESETS = {"analysis"}
 
 
+# Words egglog reads as values, and the scheduler the saturation loop binds.
+EGGLOG_WORDS = frozenset({"true", "false", "inf", "nan", "NaN", "bo"})
+
+
+@cache
+def egglog_symbols() -> frozenset[str]:
+    """Every name the e-graph program defines or calls before a rules file enters it
+    (sorts, constructors, functions, relations, commands). A ruleset is an egglog
+    symbol too: one of these names would be a clash (or a different meaning) there."""
+    from eqsat.egraph.encoding import program_prelude
+    from eqsat.rules.predicates import PREDICATES
+
+    text = re.sub(r";[^\n]*", "", program_prelude())
+    names = set(re.findall(r"\(([A-Za-z][A-Za-z0-9_-]*)", text))
+    names |= {p.relation for p in PREDICATES.values()}
+    return frozenset(names | EGGLOG_WORDS)
+
+
 @cache
 def prelude_rule_names() -> frozenset[str]:
     """Names the e-graph prelude already uses for its analysis rules."""
@@ -48,6 +66,11 @@ def _check_ruleset(parsed: ast.RulesFile) -> None:
         message = f"ruleset name '{name}' must be letters, digits, '-' or '_'{where}"
     elif name in RESERVED_RULESETS:
         message = f"ruleset name '{name}' is reserved for the shape analysis{where}"
+    elif name in egglog_symbols():
+        message = (
+            f"ruleset name '{name}' is a name the e-graph program already uses; choose "
+            f"another{where}"
+        )
     elif name.endswith(APPROX_SUFFIX):
         message = (
             f"ruleset names may not end in '{APPROX_SUFFIX}' (approximate rules get it){where}"

@@ -12,12 +12,18 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Transformer, v_args
+from lark import Lark, v_args
 from lark.exceptions import UnexpectedToken
+from lark.visitors import Transformer_NonRecursive
 
+from eqsat.limits import int_text_problem
 from eqsat.rules import ast
 from eqsat.rules.errors import RuleSyntaxError
 from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
+
+# Rules are patterns a few calls deep; the rule compiler and verify-rules recurse on
+# a pattern's depth, and are proven to this many parse-tree levels by tests/faults.
+RULE_MAX_NESTING = 200
 
 KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -54,7 +60,7 @@ def _at(message: str, pos: ast.Pos) -> Positioned:
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     def start(self, meta, children):
         header, *rules = children
         return header, tuple(rules)
@@ -166,13 +172,14 @@ class _ToAst(Transformer):
     def number(self, meta, children):
         tok = children[0]
         if tok.type == "INT":
-            value = int(tok)
-            if value >= 2**63:
-                raise _at(f"integer {tok} does not fit in 64 bits", _pos(tok))
-            return ast.IntLit(value, _pos(tok))
+            problem = int_text_problem(tok)
+            if problem is not None:
+                raise _at(problem, _pos(tok))
+            return ast.IntLit(int(tok), _pos(tok))
         value = float(tok)
         if math.isinf(value):
-            raise _at(f"number {tok} is out of range", _pos(tok))
+            shown = tok if len(tok) <= 24 else f"{tok[:12]}... ({len(tok)} characters)"
+            raise _at(f"number {shown} is out of range", _pos(tok))
         return ast.FloatLit(value, _pos(tok))
 
     def string(self, meta, children):
@@ -219,7 +226,15 @@ def _doc_above(lines: list[str], line: int) -> str | None:
 def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
     """Parse one rules file. The ruleset defaults to the file's stem."""
     header, rules = parse_to_ast(
-        _lark(), _ToAst(), text, file, RuleSyntaxError, _TERMINAL_WORDS, _hint
+        _lark(),
+        _ToAst(),
+        text,
+        file,
+        RuleSyntaxError,
+        _TERMINAL_WORDS,
+        _hint,
+        max_nesting=RULE_MAX_NESTING,
+        nesting_advice="split the rule into smaller rules",
     )
     lines = text.splitlines()
     rules = tuple(

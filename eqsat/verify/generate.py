@@ -13,6 +13,7 @@ quiet and "could not generate an instance" is a count we can report).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from eqsat.interpreter import random_value
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.limits import MAX_RANK
 from eqsat.ops import REGISTRY, OpDef, OpKind, OpTypeError
 from eqsat.rules import ast
 from eqsat.verify import opcases
@@ -47,6 +49,19 @@ class Instance:
     roots: dict[str, int]
     env: Env
     attempts: int
+
+
+# A guard may ask for any rank or side (`rank(x) == 100`, `dim(x, 0) == 10^9`); a
+# tensor an example cannot hold is a failed attempt, not an allocation.
+MAX_DRAWN_ELEMENTS = 2**22
+
+
+def _drawable(t: TensorType) -> TensorType:
+    if t.rank > MAX_RANK or any(side < 0 for side in t.shape):
+        raise Retry(f"{t} is beyond the ranks an example draws")
+    if math.prod(t.shape) > MAX_DRAWN_ELEMENTS:
+        raise Retry(f"{t} is larger than an example draws")
+    return t
 
 
 @cache
@@ -172,14 +187,16 @@ class _Generator(AttributeChoices):
             dt = self.draw(choice(tuple(ALL_DTYPES)))
         shape = self._eval(hints.shape) if hints else None
         if shape is not None:
-            return TensorType(dt, tuple(shape))
+            return _drawable(TensorType(dt, tuple(shape)))
         rank = self._eval(hints.rank) if hints else None
         shape = list(want.shape) if want is not None else list(self.draw(self.space.shapes()))
+        if isinstance(rank, int) and rank > MAX_RANK:
+            raise Retry(f"rank {rank} is beyond the ranks an example draws")
         if isinstance(rank, int) and 0 <= rank != len(shape):
             extra = [self.draw(self.space.sides()) for _ in range(max(rank - len(shape), 0))]
             shape = (extra + shape)[len(shape) + len(extra) - rank :]
         if hints is None:
-            return TensorType(dt, tuple(shape))
+            return _drawable(TensorType(dt, tuple(shape)))
         for i, expr in hints.dims.items():
             value = self._eval(expr)
             j = i if i >= 0 else len(shape) + i
@@ -190,7 +207,7 @@ class _Generator(AttributeChoices):
             if 0 <= j < len(shape) and shape[j] < low:
                 m = hints.multiple.get(i, 1)
                 shape[j] = -(-low // m) * m  # the smallest multiple of m from `low` on
-        return TensorType(dt, tuple(shape))
+        return _drawable(TensorType(dt, tuple(shape)))
 
     # ---------------------------------------------------------------- nodes
 

@@ -22,8 +22,13 @@ from frontend.onnx.names import sanitize
 
 
 def onnx_feeds(
-    model: onnx.ModelProto, dims: Mapping[str, int], seed: int = 0
+    model: onnx.ModelProto,
+    dims: Mapping[str, int],
+    seed: int = 0,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ) -> dict[str, np.ndarray]:
+    """`shapes`: the imported model's input shapes by (sanitized) name, which win over
+    `dims` (an import that fixed a dynamic dimension has it in the shapes only)."""
     rng = np.random.default_rng(seed)
     initializers = {t.name for t in model.graph.initializer}
     bounds = _index_bounds(model)
@@ -39,6 +44,9 @@ def onnx_feeds(
             else:
                 name = sanitize(d.dim_param) if d.dim_param else sanitize(f"{vi.name}_{axis}")
                 shape.append(int(dims.get(name, 1)))
+        fixed = (shapes or {}).get(sanitize(vi.name))
+        if fixed is not None and len(fixed) == len(shape):
+            shape = list(fixed)
         np_type = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if np_type.kind == "f":
             out[vi.name] = rng.standard_normal(shape).astype(np_type)
@@ -80,7 +88,8 @@ def compare_with_onnxruntime(
             "comparing with ONNX Runtime needs the onnxruntime package (pip install onnxruntime)"
         ) from None
     model = onnx.load(str(path), load_external_data=False)
-    feeds = onnx_feeds(model, graph.dims, seed)
+    shapes = {str(n.attr("name")): n.type.shape for _, n in graph.inputs}
+    feeds = onnx_feeds(model, graph.dims, seed, shapes)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from eqsat.errors import UserError
@@ -56,6 +59,35 @@ def _check_one(i: int) -> DirectionResult:
     return check_direction(chosen[i], examples, seed, facts)
 
 
+def _ignore_interrupts() -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it terminates the pool); a worker
+    that raised KeyboardInterrupt would print its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _interrupts_between_checks() -> Iterator[Callable[[], None]]:
+    """Hypothesis registers a gc callback; a KeyboardInterrupt raised inside it is
+    printed as "Exception ignored ... KeyboardInterrupt" and lost (the run goes on).
+    So in this process a Ctrl-C is only recorded, and the function yielded raises it
+    between two checks."""
+    received: list[int] = []
+
+    def raise_if_interrupted() -> None:
+        if received:
+            raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield raise_if_interrupted  # not ours to change
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield raise_if_interrupted
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def verify_rules(
     rules: RuleCollection,
     examples: int = DEFAULT_EXAMPLES,
@@ -75,17 +107,21 @@ def verify_rules(
     _WORK = (chosen, examples, seed, facts)
     try:
         if jobs > 1 and len(chosen) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            with multiprocessing.get_context("fork").Pool(min(jobs, len(chosen))) as pool:
+            workers = min(jobs, len(chosen))
+            context = multiprocessing.get_context("fork")
+            with context.Pool(workers, initializer=_ignore_interrupts) as pool:
                 stream = pool.imap(_check_one, range(len(chosen)))
                 for result in stream:
                     results.append(result)
                     if on_result is not None:
                         on_result(result)
         else:
-            for i in range(len(chosen)):
-                results.append(_check_one(i))
-                if on_result is not None:
-                    on_result(results[-1])
+            with _interrupts_between_checks() as interrupted:
+                for i in range(len(chosen)):
+                    results.append(_check_one(i))
+                    if on_result is not None:
+                        on_result(results[-1])
+                    interrupted()
     finally:
         _WORK = None
     n_rules = len({d.rule.name for d in chosen})

@@ -2,7 +2,10 @@
 
 The file is parsed without following its external-data references first; each
 reference must name a file inside the model's own folder (no absolute paths, no
-`..`), and the total size is bounded before anything is loaded. The opset of the
+`..`, no symlink that resolves outside it), and sizes are bounded before anything is
+parsed or loaded: the protobuf by MAX_PROTOBUF_BYTES (2 GiB - 1, protobuf's own limit
+for one message; EQSAT_ONNX_MAX_BYTES lowers or raises it), the external data
+together by MAX_EXTERNAL_BYTES (16 GiB; EQSAT_ONNX_MAX_EXTERNAL_BYTES). The opset of the
 converters implement opsets 13 to 21, and older versions of each op back to where its
 meaning last changed (frontend/onnx/convert: `since`); a node older than that is
 reported at the node.
@@ -16,11 +19,30 @@ from pathlib import Path
 import onnx
 from onnx import external_data_helper
 
+from eqsat.errors import UserError
 from frontend.onnx.errors import OnnxImportError
 
 MIN_OPSET = 1
-# Refuse protobufs and external data beyond this (EQSAT_ONNX_MAX_BYTES overrides).
-MAX_BYTES = int(os.environ.get("EQSAT_ONNX_MAX_BYTES", 16 << 30))
+MAX_PROTOBUF_BYTES = (1 << 31) - 1
+MAX_EXTERNAL_BYTES = 16 << 30
+
+
+def _limit(variable: str, default: int) -> int:
+    """A byte limit from the environment (a plain integer), else `default`."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise UserError(f"{variable}={value[:40]!r}: expected a number of bytes")
+    return int(value)
+
+
+def protobuf_limit() -> int:
+    return _limit("EQSAT_ONNX_MAX_BYTES", MAX_PROTOBUF_BYTES)
+
+
+def external_limit() -> int:
+    return _limit("EQSAT_ONNX_MAX_EXTERNAL_BYTES", MAX_EXTERNAL_BYTES)
 
 
 def read_model(path: str | Path) -> onnx.ModelProto:
@@ -30,8 +52,13 @@ def read_model(path: str | Path) -> onnx.ModelProto:
         size = path.stat().st_size
     except OSError as err:
         raise OnnxImportError(shown, f"cannot read the file ({err.strerror})") from None
-    if size > MAX_BYTES:
-        raise OnnxImportError(shown, f"the file is {size:,} bytes, over the limit of {MAX_BYTES:,}")
+    limit = protobuf_limit()
+    if size > limit:
+        raise OnnxImportError(
+            shown,
+            f"the file is {size:,} bytes, over the limit of {limit:,} for one protobuf "
+            "(keep large weights as external data, or set EQSAT_ONNX_MAX_BYTES)",
+        )
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as err:  # protobuf raises DecodeError, RuntimeWarning...
@@ -53,28 +80,47 @@ def _load_external(model: onnx.ModelProto, path: Path, shown: str) -> None:
     if not tensors:
         return
     folder = path.resolve().parent
+    limit = external_limit()
     total = 0
     for t in tensors:
-        info = external_data_helper.ExternalDataInfo(t)
-        location = Path(info.location)
-        target = (folder / location).resolve()
+        try:
+            info = external_data_helper.ExternalDataInfo(t)
+            location = Path(info.location)
+            target = (folder / location).resolve()
+        except (ValueError, OSError) as err:  # a non-integer length, a NUL in the path
+            raise OnnxImportError(
+                shown, f"initializer {_shown_name(t.name)}: bad external data entry ({err})"
+            ) from None
         if location.is_absolute() or folder not in target.parents:
             raise OnnxImportError(
                 shown,
-                f"initializer '{t.name}' keeps its data in '{info.location}', outside the "
+                f"initializer {_shown_name(t.name)} keeps its data in "
+                f"{_shown_name(info.location)}, outside the "
                 "model's folder; eqsat only reads external data next to the model",
             )
         if not target.is_file():
             raise OnnxImportError(
-                shown, f"initializer '{t.name}': external data '{info.location}' is missing"
+                shown,
+                f"initializer {_shown_name(t.name)}: external data "
+                f"{_shown_name(info.location)} is missing",
             )
         total += info.length or target.stat().st_size
-        if total > MAX_BYTES:
-            raise OnnxImportError(shown, f"external data over the limit of {MAX_BYTES:,} bytes")
+        if total > limit:
+            raise OnnxImportError(
+                shown,
+                f"external data over the limit of {limit:,} bytes "
+                "(set EQSAT_ONNX_MAX_EXTERNAL_BYTES to raise it)",
+            )
     try:
         external_data_helper.load_external_data_for_model(model, str(folder))
     except Exception as err:
         raise OnnxImportError(shown, f"cannot load external data ({err})") from None
+
+
+def _shown_name(name: str) -> str:
+    """A name from the file as a message shows it: quoted, escaped, cut short."""
+    text = repr(name)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check(model: onnx.ModelProto | str, shown: str) -> None:

@@ -16,6 +16,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from frontend.onnx.context import ConvertError
 from frontend.onnx.dtypes import FLOAT_TYPES, numpy_type, onnx_type_of
 from frontend.onnx.symdim import NotRepresentable, SymDim
 from frontend.onnx.values import Known
@@ -106,6 +107,12 @@ def fold_symbolic(
         data, idx = inputs[0].value, inputs[1].value.astype(np.int64)
         axis = attrs.get("axis", 0) % data.ndim
         idx = np.where(idx < 0, idx + data.shape[axis], idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= data.shape[axis]):
+            bad = int(idx.max() if idx.max() >= data.shape[axis] else idx.min())
+            raise ConvertError(
+                f"GatherElements: index {bad} is out of range for axis {axis} of size "
+                f"{data.shape[axis]}"
+            )
         return [
             Known(
                 np.take_along_axis(data, idx, axis=axis), inputs[0].onnx_type, _weight(node, inputs)

@@ -50,7 +50,7 @@ def test_errors_are_reported_with_exit_codes(
     assert "no e-class 'nope'" in capsys.readouterr().err
     loop = tmp_path / "loop.json"
     loop.write_text(
-        '{"nodes": {"a": {"op": "f", "eclass": "A", "children": ["a"]}}, "root_eclasses": ["A"]}'
+        '{"nodes": {"a": {"op": "f", "eclass": "A", "children": ["a"], "cost": 1}}, "root_eclasses": ["A"]}'
     )
     assert main([str(loop)]) == EXIT_NO_TERM
     assert "no finite acyclic term" in capsys.readouterr().err

@@ -32,7 +32,7 @@ def test_load_shared_subterm_file() -> None:
 
 
 def test_optional_fields_default_like_egraph_serialize() -> None:
-    g = EGraph.from_json('{"nodes": {"a": {"op": "a", "eclass": "A"}}}')
+    g = EGraph.from_json('{"nodes": {"a": {"op": "a", "eclass": "A", "children": [], "cost": 1}}}')
     assert g.costs.tolist() == [1.0]
     assert g.children(0) == ()
     assert not g.subsumed[0]
@@ -95,18 +95,51 @@ def test_unknown_root_is_typed() -> None:
         ("{}", "missing field 'nodes'"),
         ('{"nodes": []}', "'nodes' must be an object"),
         ('{"nodes": {"a": 3}}', "node 'a' must be an object"),
-        ('{"nodes": {"a": {"eclass": "A"}}}', "node 'a': missing field 'op'"),
+        (
+            '{"nodes": {"a": {"eclass": "A", "children": [], "cost": 1}}}',
+            "node 'a': missing field 'op'",
+        ),
         ('{"nodes": {"a": {"op": "a"}}}', "node 'a': missing field 'eclass'"),
-        ('{"nodes": {"a": {"op": 1, "eclass": "A"}}}', "'op' must be a string"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A", "children": "b"}}}', "'children' must be"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A", "children": ["b"]}}}', "child 'b' is not"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A", "cost": "1"}}}', "cost must be a number"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A", "cost": -1}}}', "cost must be >= 0"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A", "subsumed": 1}}}', "'subsumed' must be"),
-        ('{"nodes": {"a": {"op": "a", "eclass": [1]}}}', "'eclass' must be a string id"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "root_eclasses": "A"}', "root_eclasses"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "root_eclasses": ["B"]}', "'B' has no"),
-        ('{"nodes": {"a": {"op": "a", "eclass": "A"}}, "class_data": []}', "'class_data'"),
+        (
+            '{"nodes": {"a": {"op": 1, "eclass": "A", "children": [], "cost": 1}}}',
+            "'op' must be a string",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "children": "b", "cost": 1}}}',
+            "'children' must be",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "children": ["b"], "cost": 1}}}',
+            "child 'b' is not",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "cost": "1", "children": []}}}',
+            "cost must be a number",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "cost": -1, "children": []}}}',
+            "cost must be >= 0",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "subsumed": 1, "children": [], "cost": 1}}}',
+            "'subsumed' must be",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": [1], "children": [], "cost": 1}}}',
+            "'eclass' must be a string id",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "children": [], "cost": 1}}, "root_eclasses": "A"}',
+            "root_eclasses",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "children": [], "cost": 1}}, "root_eclasses": ["B"]}',
+            "'B' has no",
+        ),
+        (
+            '{"nodes": {"a": {"op": "a", "eclass": "A", "children": [], "cost": 1}}, "class_data": []}',
+            "'class_data'",
+        ),
     ],
 )
 def test_malformed_json_raises_typed_error_with_source(text: str, message: str, tmp_path) -> None:

@@ -181,5 +181,7 @@ def test_import_pt2(tmp_path):
     path = tmp_path / "tiny.pt2"
     torch.export.save(program, str(path))
     out = tmp_path / "tiny.model"
-    assert main(["import", str(path), "-o", str(out)]) == 0
+    assert main(["import", str(path), "-o", str(out)]) == 1  # pickle: not without consent
+    assert not out.exists()
+    assert main(["import", str(path), "-o", str(out), "--trust-pickle"]) == 0
     assert "relu" in out.read_text()
