@@ -25,7 +25,7 @@ from .isa import (
     Transpose,
     Unary,
 )
-from .report import KernelSpan, SimReport, SimResult, SimulationError
+from .report import Event, KernelSpan, SimReport, SimResult, SimulationError
 from .simulator import simulate
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Binary",
     "Buffer",
     "DramRef",
+    "Event",
     "Gather",
     "Hardware",
     "HardwareError",

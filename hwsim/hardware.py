@@ -16,7 +16,8 @@ A TOML file lists every field at top level plus a `[macs_per_cycle]` table, or s
 `rounding` is how the requantizer (i32 -> i8 by a fixed-point multiplier and shift)
 breaks ties: "even" (to the even neighbour, as Gemmini) or "away" (from zero, as
 gemmlowp/TFLite). It may be left out (default "even"). Presets: edge "even",
-datacenter "away".
+datacenter "away". `dram_capacity_bytes` (optional) is the device memory a model's
+weights and live activations must fit (`eqsat roofline` checks it).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = ("edge", "datacenter")
 MATRIX_DTYPES = ("i8", "bf16", "f32")
 ROUNDINGS = ("even", "away")
-OPTIONAL = {"rounding": "even"}  # fields a file may leave out, with their default
+# Fields a file may leave out, with their default (None: not known, not checked).
+OPTIONAL: dict[str, Any] = {"rounding": "even", "dram_capacity_bytes": None}
 
 
 class HardwareError(Exception):
@@ -59,6 +61,7 @@ class Hardware:
     launch_cycles: int
     issue_cycles: int
     rounding: str = "even"  # requantization ties: even | away
+    dram_capacity_bytes: int | None = None  # what a model's weights and activations must fit
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "macs_per_cycle", MappingProxyType(dict(self.macs_per_cycle)))
@@ -95,6 +98,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "launch_cycles": _INT,
     "issue_cycles": _INT,
     "rounding": ((str,), "a string"),
+    "dram_capacity_bytes": _INT,
 }
 _SYNTAX_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
 
@@ -163,9 +167,15 @@ def _check_value(src: _Source, key: str, value: Any, table: str | None = None) -
 
 def _read_toml(path: Path) -> tuple[_Source, dict[str, Any]]:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise HardwareError(f"{path}: error: cannot read hardware file ({e.strerror})") from e
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise HardwareError(
+            f"{path}:{line}: error: the file is not UTF-8 text (byte {e.start}); "
+            "a hardware file is TOML text"
+        ) from None
     src = _Source(path, text)
     try:
         data = tomllib.loads(text)

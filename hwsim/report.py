@@ -25,6 +25,18 @@ class KernelSpan:
 
 
 @dataclass(frozen=True)
+class Event:
+    """Instruction `index` occupied `unit` over cycles [start, end): load and store are
+    the DMA queues (issue + transfer, as their busy counts), matrix and vector the
+    compute units, launch a kernel barrier. Per unit, the durations sum to `busy`."""
+
+    index: int
+    unit: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
 class SimReport:
     """Timing and traffic of one run. Units: cycles and bytes."""
 
@@ -40,6 +52,9 @@ class SimReport:
     roofline_cycles: int
     kernels: tuple[KernelSpan, ...] = field(default=())
     mac_utilization: float = 0.0
+    events: tuple[Event, ...] = field(default=())  # with simulate(record=True)
+    # (signalling, waiting) instruction indices of every token consumed (record=True)
+    flows: tuple[tuple[int, int], ...] = field(default=())
 
     @property
     def utilization(self) -> dict[str, float]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,7 +34,7 @@ from .hardware import Hardware
 from .isa import QUEUES, Gather, Instr, Kernel, Matmul, Program, tile_written, tiles_read
 from .machine import Machine
 from .memory import Fault
-from .report import KernelSpan, SimReport, SimResult, SimulationError
+from .report import Event, KernelSpan, SimReport, SimResult, SimulationError
 from .verify import program_problems
 
 _Q = {name: i for i, name in enumerate(QUEUES)}
@@ -46,8 +48,13 @@ def _max3(a: tuple, b: tuple) -> tuple:
 class _Run:
     """One simulation: static tables, the machine, and the scheduler state."""
 
-    def __init__(self, program: Program, hw: Hardware, inputs: dict, races: bool) -> None:
+    def __init__(
+        self, program: Program, hw: Hardware, inputs: dict, races: bool, record: bool = False
+    ) -> None:
         self.p, self.hw, self.instrs = program, hw, program.instrs
+        self.events: list[Event] | None = [] if record else None
+        # (signalling instruction, waiting instruction) of every token consumed
+        self.flows: list[tuple[int, int]] | None = [] if record else None
         self._static_checks()
         self.queue = [_Q[ins.queue] for ins in self.instrs]
         self.seq: list[int] = []
@@ -144,14 +151,18 @@ class _Run:
         clock = self.clock[q]
         for tok, n in self.need[i]:
             for _ in range(n):
-                clock = _max3(clock, heapq.heappop(self.tokens[tok])[2])
+                _, _, signalled, source = heapq.heappop(self.tokens[tok])
+                clock = _max3(clock, signalled)
+                if self.flows is not None:
+                    self.flows.append((source, i))
         clock = (*clock[:q], self.seq[i], *clock[q + 1 :])
         self.clock[q] = clock
         return clock
 
-    def _signal(self, ins: Instr, done: float, clock: tuple) -> None:
-        for tok in ins.signal:
-            heapq.heappush(self.tokens.setdefault(tok, []), (done, next(self.tick), clock))
+    def _signal(self, i: int, done: float, clock: tuple) -> None:
+        for tok in self.instrs[i].signal:
+            entry = (done, next(self.tick), clock, i)
+            heapq.heappush(self.tokens.setdefault(tok, []), entry)
 
     def _execute(self, i: int, q: int, clock: tuple) -> None:
         try:
@@ -191,11 +202,13 @@ class _Run:
             done = best_t + cycles
             self.qfree[best] = done
             self.busy[unit] += cycles
+            if self.events is not None:
+                self.events.append(Event(i, unit, best_t, done))
             if unit in ("load", "store"):
                 self.channel = done
                 done += self.hw.dram_latency_cycles
                 self.inflight = [d for d in self.inflight if d > best_t] + [done]
-            self._signal(self.instrs[i], done, clock)
+            self._signal(i, done, clock)
             end = max(end, done)
         for q in range(3):
             if heads[q] < len(lists[q]):
@@ -216,7 +229,9 @@ class _Run:
         self.clock = [clock] * 3
         done = t + self.hw.launch_cycles
         self.busy["launch"] += self.hw.launch_cycles
-        self._signal(self.instrs[i], done, clock)
+        if self.events is not None:
+            self.events.append(Event(i, "launch", t, done))
+        self._signal(i, done, clock)
         return done
 
     def run(self) -> tuple[float, list[KernelSpan]]:
@@ -236,12 +251,26 @@ class _Run:
         return t, spans
 
 
-def _stats(program: Program, costs: list[tuple[str, int]]) -> tuple[dict, dict, int, int, int]:
+@dataclass(frozen=True)
+class Work:
+    """What a run of instructions did: counts by kind, MACs by input dtype, vector lane
+    operations and DRAM bytes read and written."""
+
+    counts: dict[str, int]
+    macs: dict[str, int]
+    vector_ops: int
+    read: int
+    written: int
+
+
+def instruction_work(hw: Hardware, instrs: Sequence[Instr]) -> Work:
+    """The work of `instrs` (a program, or one kernel's share of it)."""
     counts: Counter[str] = Counter()
     macs: Counter[str] = Counter()
     vector_ops = read = written = 0
-    for ins, (unit, _) in zip(program.instrs, costs, strict=True):
+    for ins in instrs:
         counts[type(ins).__name__.lower()] += 1
+        unit = timing.instruction_cost(hw, ins)[0]
         if isinstance(ins, Matmul):
             macs[ins.a.dtype] += ins.a.rows * ins.a.cols * ins.b.cols
         elif unit == "vector":
@@ -253,7 +282,7 @@ def _stats(program: Program, costs: list[tuple[str, int]]) -> tuple[dict, dict, 
             read += ins.src.rows * ins.src.cols * ins.dst.itemsize  # type: ignore[attr-defined]
         elif unit == "store":
             written += ins.dst.rows * ins.dst.cols * ins.src.itemsize  # type: ignore[attr-defined]
-    return dict(counts), dict(macs), vector_ops, read, written
+    return Work(dict(counts), dict(macs), vector_ops, read, written)
 
 
 def simulate(
@@ -263,22 +292,26 @@ def simulate(
     *,
     check_races: bool = True,
     check_outputs: bool = True,
+    record: bool = False,
 ) -> SimResult:
     """Execute `program` on `hw` with the given input buffers; time it; return outputs.
 
     Raises SimulationError for a program the machine rejects (see memory.py for the
     dynamic checks). `check_races=False` skips race tracking (faster, less memory) but
     still catches reads of unwritten memory; `check_outputs=False` allows outputs that
-    were not completely stored.
+    were not completely stored. `record=True` keeps every instruction's start and end
+    (`report.events`: what profilers and traces read).
     """
-    run = _Run(program, hw, inputs, check_races)
+    run = _Run(program, hw, inputs, check_races, record)
     with single_threaded():
         end, spans = run.run()
     for b in program.outputs() if check_outputs else ():
         missing = int((~run.m.dram[b.name].written).sum())
         if missing:
             raise SimulationError(f"error: output '{b.name}': {missing} elements never stored")
-    counts, macs, vector_ops, read, written = _stats(program, run.cost)
+    work = instruction_work(hw, program.instrs)
+    counts, macs, vector_ops = work.counts, work.macs, work.vector_ops
+    read, written = work.read, work.written
     cycles = int(np.ceil(end))
     peak_macs = sum(m / hw.macs_per_cycle[d] for d, m in macs.items())
     report = SimReport(
@@ -294,5 +327,7 @@ def simulate(
         roofline_cycles=roofline_cycles(hw, macs, vector_ops, read + written),
         kernels=tuple(spans),
         mac_utilization=peak_macs / cycles if cycles else 0.0,
+        events=tuple(run.events or ()),
+        flows=tuple(run.flows or ()),
     )
     return SimResult(run.m.outputs(program), report)

@@ -23,3 +23,12 @@ def test_ci_runs_the_quick_start_test_command() -> None:
     [test_line] = [line for line in quick.splitlines() if "pytest" in line]
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_line.strip() in ci.splitlines()
+
+
+def test_readme_lists_every_command() -> None:
+    from eqsat.cli import build_parser
+
+    table = README.split("## What works", 1)[1].split("\n## ", 1)[0]
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    missing = [name for name in sub.choices if f"`eqsat {name}" not in table]
+    assert not missing, f"README's command table does not mention: {missing}"

@@ -3,9 +3,13 @@
 from eqsat.commands import (
     check,
     compile,
+    diff,
+    explain,
     import_model,
     ops,
     optimize,
+    profile,
+    roofline,
     rules,
     run,
     simulate,
@@ -23,5 +27,9 @@ COMMANDS = [
     ops,
     compile,
     simulate,
+    profile,
+    roofline,
+    explain,
+    diff,
     verify_rules,
 ]

@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 
+from eqsat.budget import default_memory_limit, human_size, parse_size
 from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
+from eqsat.extract.result import OUT_OF_TIME
 from eqsat.fileio import write_atomic
-from eqsat.flags import add_dim_flag
+from eqsat.flags import UsageError, add_dim_flag, seconds
 from eqsat.loading import save_model
 from eqsat.pipeline import OptimizeResult, optimize
 from eqsat.quant import cli as quant_cli
@@ -43,7 +45,7 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ilp-time-limit",
-        type=float,
+        type=seconds,
         default=ILP_TIME_LIMIT,
         metavar="S",
         help=f"time limit of the ILP solver in seconds (default {ILP_TIME_LIMIT:g})",
@@ -67,7 +69,19 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_LIMITS.time_limit,
         metavar="S",
-        help=f"stop saturation after S seconds (default {DEFAULT_LIMITS.time_limit:g})",
+        help="seconds for the whole optimization: saturation stops early enough for "
+        "extraction (and --extract ilp) to fit; if extraction still runs out, the input "
+        f"program is kept (default {DEFAULT_LIMITS.time_limit:g})",
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="resident memory the optimization may use, e.g. 2GB or 512MiB: the e-graph "
+        "stops growing where extracting from it would exceed it, and the best program "
+        "found so far is kept (default: half of this machine's RAM, "
+        f"{human_size(default_memory_limit())})",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print no progress")
     add_quant_flags(p)
@@ -91,6 +105,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", metavar="REPORT.json", help="write a JSON report here")
     add_verify_flags(p, "the optimized model")
     p.add_argument(
+        "--explain",
+        action="store_true",
+        help="record which rule built each e-node and print, per kernel, the rule and the "
+        "alternatives that lost (as `eqsat explain`)",
+    )
+    p.add_argument(
         "--egraph-out",
         metavar="EGRAPH.json",
         help="write the saturated e-graph, priced in cycles, as egraph-serialize JSON "
@@ -99,8 +119,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def limits_from_args(args: argparse.Namespace) -> Limits:
-    limits = Limits(args.iter_limit, args.node_limit, args.time_limit)
+    limits = Limits(args.iter_limit, args.node_limit, args.time_limit, args.memory_limit)
     limits.check()
     return limits
 
@@ -114,11 +141,16 @@ def optimize_from_args(
     hw = load_hardware(args.hw)
     limits = limits_from_args(args)
     quant = quant_cli.prepare(args, graph, hw.rounding, bindings, params=params)
-    rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR], include_approx=bool(quant))
+    rules = compile_rule_paths(
+        args.rules or [DEFAULT_RULES_DIR],
+        include_approx=bool(quant),
+        provenance=bool(getattr(args, "explain", False)),
+    )
 
     def progress(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
+        if not args.quiet:  # one write: a Ctrl-C cannot fall between a line and its end
+            sys.stderr.write(f"{message}\n")
+            sys.stderr.flush()
 
     progress(
         f"optimizing {graph.name} for {hw.name}: {len(rules.names)} rules in "
@@ -173,14 +205,23 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
         "at peak rate; shares above are of the estimates)"
     )
     lines.append(
-        f"e-graph: {result.egraph_nodes:,} e-nodes in {result.egraph_classes:,} e-classes after "
-        f"{len(sat.iterations)} rounds; stopped: {sat.stop_reason.replace('_', ' ')}"
+        f"e-graph: {result.egraph_nodes:,} e-nodes"
+        + (f" in {result.egraph_classes:,} e-classes" if result.egraph_classes else "")
+        + " after "
+        f"{len(sat.iterations)} rounds; stopped: {sat.describe_stop()}"
     )
     ext = result.extraction
-    lines.append(
-        f"extraction: {ext.extractor} ({ext.status.replace('_', ' ')}), DAG cost {ext.dag_cost:,.0f} cycles"
-    )
-    if result.kept_original:
+    if ext.status == OUT_OF_TIME:
+        lines.append(
+            f"extraction: {ext.extractor} stopped by the time limit (--time-limit); "
+            "the input is kept"
+        )
+    else:
+        lines.append(
+            f"extraction: {ext.extractor} ({ext.status.replace('_', ' ')}), "
+            f"DAG cost {ext.dag_cost:,.0f} cycles"
+        )
+    if result.kept_original and ext.status != OUT_OF_TIME:
         lines.append("  (nothing cheaper than the input was found; the input is kept)")
     top = sat.rules_fired.most_common(8)
     if top:
@@ -214,6 +255,7 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
             "classes": result.egraph_classes,
             "iterations": len(sat.iterations),
             "stop_reason": sat.stop_reason,
+            "stop": sat.describe_stop(),
             "nodes_per_iteration": [sat.initial_nodes] + [it.nodes for it in sat.iterations],
         },
         "extraction": {
@@ -235,8 +277,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_model_from_args(args)
     graph = loaded.graph
     result, hw = optimize_from_args(
-        args, graph, keep_egraph=bool(args.egraph_out), params=loaded.params
+        args, graph, keep_egraph=bool(args.egraph_out or args.explain), params=loaded.params
     )
+    if args.egraph_out and result.priced is None:
+        raise UsageError(
+            "--egraph-out: the time limit ran out before the e-graph was priced, so there "
+            "is none to write; raise --time-limit"
+        )
     validation = None
     if args.verify:  # before anything is written: a wrong result must not reach disk
         from eqsat.verify.translation import validate_graph
@@ -255,6 +302,10 @@ def run(args: argparse.Namespace) -> int:
         egraph = result.priced.extraction_graph(result.roots).to_json_dict()
         write_atomic(args.egraph_out, json.dumps(egraph) + "\n")
     print(format_summary(result, hw))
+    if args.explain and result.priced is not None:
+        from eqsat.explain import explain, format_explanations
+
+        print(format_explanations(explain(result.original, result.graph, result.priced, hw)))
     if validation is not None:
         print(validation.summary("the optimized model"))
     if args.output:

@@ -18,11 +18,12 @@ from eqsat.commands.common import (
     bindings_from_args,
     load_model_from_args,
     verify_seeds,
+    warn,
 )
 from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
 from eqsat.commands.optimize import add_optimize_flags
-from eqsat.fileio import load_arrays, save_arrays, write_atomic
-from eqsat.flags import UsageError, add_dim_flag
+from eqsat.fileio import ArraySpec, load_arrays, save_arrays, write_atomic
+from eqsat.flags import UsageError, add_dim_flag, seed
 from eqsat.interpreter import evaluate
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.sqnr import sqnr_db
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--inputs", metavar="FILE.npz", help="values of inputs/params (or buffers), by name"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed for values not in --inputs (default 0)"
+        "--seed", type=seed, default=0, help="seed for values not in --inputs (default 0)"
     )
     p.add_argument("--report", metavar="SIM.json", help="write the statistics as JSON here")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the simulated outputs here")
@@ -70,7 +71,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
     quant = opt.quant if opt is not None else None
     compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
     feeds = {**bindings, **quant.plan.params} if quant else bindings
-    result = simulate(compiled.program, hw, compiled.feeds(feeds))
+    result = simulate(compiled.program, hw, compiled.feeds(feeds), record=_record(args))
     outputs = compiled.results(result.outputs)
     if args.verify:  # checked before run() writes anything
         from eqsat.verify.translation import validate_program
@@ -90,23 +91,48 @@ def _model_run(args: argparse.Namespace, hw_name: str):
 
 def _asm_run(args: argparse.Namespace):
     from hwsim import load_hardware, parse, simulate
+    from hwsim.asm import read_text as read_asm_text
 
     if not args.no_optimize and args.rules:
         raise UsageError("--rules applies to models; an assembly program is simulated as is")
     path = Path(args.source)
     try:
-        text = path.read_text()
+        text = read_asm_text(path)
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror})") from None
     program = parse(text, str(path))
     hw = load_hardware(args.hw)
-    given = load_arrays(args.inputs) if args.inputs else {}
+    given = {}
+    if args.inputs:
+        specs = {b.name: ArraySpec(tuple(b.shape)) for b in program.inputs()}
+        given = load_arrays(
+            args.inputs,
+            specs,
+            allow_extra=args.allow_extra,
+            warn=warn,
+            what="input buffer of the program",
+        )
     feeds = random_buffers(program, args.seed)
     for name, value in given.items():
         if name in feeds:
             feeds[name] = np.asarray(value).astype(feeds[name].dtype)
-    result = simulate(program, hw, feeds)
+    result = simulate(program, hw, feeds, record=_record(args))
     return hw, program, result.report, result.outputs, None, None
+
+
+def _record(args: argparse.Namespace) -> bool:
+    """Whether the run keeps its event record (`eqsat profile` sets args.record)."""
+    return bool(getattr(args, "record", False))
+
+
+def simulated_run(args: argparse.Namespace):
+    """(hw, program, report, outputs, errors, quant) of args.source: a model compiled
+    here (errors: against the reference interpreter) or an assembly program."""
+    if Path(args.source).suffix == ".asm":
+        if getattr(args, "quantize", None):
+            raise UsageError("--quantize applies to models; an assembly program is simulated as is")
+        return _asm_run(args)
+    return _model_run(args, args.hw)
 
 
 def random_buffers(program, seed: int) -> dict[str, np.ndarray]:
@@ -204,12 +230,7 @@ def _bound(d: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     is_asm = Path(args.source).suffix == ".asm"
-    if is_asm:
-        if getattr(args, "quantize", None):
-            raise UsageError("--quantize applies to models; an assembly program is simulated as is")
-        hw, program, report, outputs, errors, quant = _asm_run(args)
-    else:
-        hw, program, report, outputs, errors, quant = _model_run(args, args.hw)
+    hw, program, report, outputs, errors, quant = simulated_run(args)
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
         d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)

@@ -30,6 +30,9 @@ class DecodedEGraph:
     classes: dict[str, list[ENode]] = field(default_factory=dict)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
+    # (op, operand classes, attrs) of an e-node -> the rule that built it, where the
+    # rules recorded it (eqsat/rules/provenance.py)
+    provenance: dict[tuple, str] = field(default_factory=dict)
 
     @property
     def n_nodes(self) -> int:
@@ -98,24 +101,35 @@ def decode(serialized: dict[str, Any]) -> DecodedEGraph:
             out.dtypes[nodes[node["children"][0]]["eclass"]] = values.string_class(eclass)
             continue
         if op_name is None:
+            prov_of = ctor_to_op.get(node["op"][5:]) if node["op"].startswith("Prov_") else None
+            if prov_of is not None:
+                key = _term(prov_of, node["children"], nodes, values)
+                if key is not None:
+                    out.provenance[key] = values.string_class(eclass)
             continue
-        op = REGISTRY[op_name]
-        n_operands = len(operand_names(op))
-        kids = node["children"]
-        attrs = []
-        for spec, kid in zip(op.attrs, kids[n_operands:], strict=True):
-            if spec.type is AttrType.INTS:
-                value = values.int_list(nodes[kid]["eclass"])
-                if value is None:
-                    break
-                attrs.append((spec.name, value))
-            else:
-                value = values.primitive(kid, spec.type)
-                if spec.type is AttrType.DTYPE or spec.type is AttrType.STR:
-                    value = str(value)
-                attrs.append((spec.name, value))
-        else:
-            operands = tuple(nodes[k]["eclass"] for k in kids[:n_operands])
-            enode = ENode(nid, op_name, eclass, operands, tuple(attrs))
+        key = _term(op_name, node["children"], nodes, values)
+        if key is not None:
+            enode = ENode(nid, op_name, eclass, key[1], key[2])
             out.classes.setdefault(eclass, []).append(enode)
     return out
+
+
+def _term(op_name: str, kids: list[str], nodes: dict[str, Any], values: _Values) -> tuple | None:
+    """(op, operand classes, attrs) of a constructor's arguments; None while an IntList
+    attribute has no concrete value yet."""
+    op = REGISTRY[op_name]
+    n_operands = len(operand_names(op))
+    attrs = []
+    for spec, kid in zip(op.attrs, kids[n_operands:], strict=True):
+        if spec.type is AttrType.INTS:
+            value = values.int_list(nodes[kid]["eclass"])
+            if value is None:
+                return None
+            attrs.append((spec.name, value))
+        else:
+            value = values.primitive(kid, spec.type)
+            if spec.type is AttrType.DTYPE or spec.type is AttrType.STR:
+                value = str(value)
+            attrs.append((spec.name, value))
+    operands = tuple(nodes[k]["eclass"] for k in kids[:n_operands])
+    return (op_name, operands, tuple(attrs))

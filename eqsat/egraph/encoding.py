@@ -181,6 +181,15 @@ def _analysis_rules(name: str, op: OpDef) -> list[str]:
     return rules
 
 
+def provenance_declarations() -> str:
+    """One function per constructor, keyed like its e-nodes, holding the name of the
+    first rule that built such an e-node (rules compiled with provenance set it)."""
+    return "\n".join(
+        f"(function Prov_{constructor(name)} ({' '.join(arg_sorts(op))}) String :merge old)"
+        for name, op in REGISTRY.items()
+    )
+
+
 @cache
 def program_prelude() -> str:
     """Everything an e-graph needs before a model or rules enter it."""

@@ -23,13 +23,20 @@ def egglog_names(rule: ast.RuleDecl) -> tuple[str, ...]:
     return (rule.name, f"{rule.name}-rev") if rule.bidirectional else (rule.name,)
 
 
-def compile_rule(rule: ast.RuleDecl, ruleset: str, file: str, source: str) -> tuple[str, ...]:
-    """The egglog text of each direction of `rule` (raises a RuleError if ill-formed)."""
+def compile_rule(
+    rule: ast.RuleDecl, ruleset: str, file: str, source: str, provenance: bool = False
+) -> tuple[str, ...]:
+    """The egglog text of each direction of `rule` (raises a RuleError if ill-formed).
+
+    `provenance`: each direction also records its name on the e-node it builds for a
+    root, `(set (Prov_<Ctor> args...) "name")`, which `eqsat explain` reads back
+    (eqsat/rules/provenance.py declares the functions)."""
     names = egglog_names(rule)
-    out = [_direction(rule, rule.lhs, rule.rhs, ruleset, names[0], Scope(file, source))]
+    scope = Scope(file, source)
+    out = [_direction(rule, rule.lhs, rule.rhs, ruleset, names[0], scope, provenance)]
     if rule.bidirectional:
         scope = Scope(file, source, reverse=True)
-        out.append(_direction(rule, rule.rhs, rule.lhs, ruleset, names[1], scope))
+        out.append(_direction(rule, rule.rhs, rule.lhs, ruleset, names[1], scope, provenance))
     return tuple(out)
 
 
@@ -77,6 +84,7 @@ def _direction(
     ruleset: str,
     name: str,
     scope: Scope,
+    provenance: bool = False,
 ) -> str:
     roots = _roots(lhs, scope)
     deferred: list = []
@@ -86,7 +94,7 @@ def _direction(
         compile_guard(guard, scope)
     _check_assumes(rule, scope)
     check_deferred(deferred, scope)
-    actions = _actions(rhs, roots, scope)
+    actions = _actions(rhs, roots, scope, name if provenance else None)
     query = "\n       ".join(scope.atoms)
     body = "\n       ".join(actions)
     out = [f'(rule ({query})\n      ({body})\n      :ruleset {ruleset} :name "{name}")']
@@ -99,7 +107,12 @@ def _direction(
     return "\n".join(out)
 
 
-def _actions(rhs: tuple[ast.Item, ...], roots: dict[str, ast.Item], scope: Scope) -> list[str]:
+def _actions(
+    rhs: tuple[ast.Item, ...],
+    roots: dict[str, ast.Item],
+    scope: Scope,
+    provenance: str | None = None,
+) -> list[str]:
     actions: list[str] = []
     defined: set[str] = set()
     scope.in_rhs = True
@@ -127,6 +140,7 @@ def _actions(rhs: tuple[ast.Item, ...], roots: dict[str, ast.Item], scope: Scope
                 )
             scope.bind(item.name, Ty.TERM, item.name_pos, origin="rhs")
             actions.append(f"(let {var(item.name)} {code})")
+            actions += _provenance(item.term, scope, provenance)
             continue
         if target in defined:
             raise scope.fail(
@@ -136,6 +150,7 @@ def _actions(rhs: tuple[ast.Item, ...], roots: dict[str, ast.Item], scope: Scope
             )
         defined.add(target)
         actions.append(f"(union {target} {code})")
+        actions += _provenance(item.term, scope, provenance)
     inner = _vars_in(item.term for item in roots.values())
     for root, item in roots.items():
         # A root used inside another LHS pattern only names a subterm: no need to replace it.
@@ -152,6 +167,21 @@ def _actions(rhs: tuple[ast.Item, ...], roots: dict[str, ast.Item], scope: Scope
                 )
             raise scope.fail(UndefinedRootError, message, item.pos)
     return actions
+
+
+def _provenance(term: ast.Term, scope: Scope, name: str | None) -> list[str]:
+    """With provenance on: record `name` on every e-node the RHS term builds."""
+    if name is None:
+        return []
+    out = []
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.Call):
+            code = template(t, scope)
+            out.append(f'(set (Prov_{code[1:]} "{name}")')
+            stack.extend(t.args)
+    return out
 
 
 def _vars_in(terms) -> set[str]:
