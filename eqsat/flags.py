@@ -38,17 +38,20 @@ def seed(text: str) -> int:
     return int(value)
 
 
-def seconds(text: str) -> float:
-    """A time-limit value: a positive number of seconds (inf: no limit; nan refused)."""
+def positive(text: str, what: str = "a positive number") -> float:
+    """A flag value that must be a number above 0 (nan refused; inf allowed)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number of seconds, got '{number_text(text)}'"
-        )
+        raise argparse.ArgumentTypeError(f"expected {what}, got '{number_text(text)}'")
     return value
+
+
+def seconds(text: str) -> float:
+    """A time-limit value: a positive number of seconds (inf: no limit; nan refused)."""
+    return positive(text, "a positive number of seconds")
 
 
 def add_dim_flag(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from eqsat.fileio import load_arrays
-from eqsat.flags import UsageError
+from eqsat.flags import UsageError, positive
 from eqsat.loading import LoadedModel, load_model
 from frontend import model_dims
 
@@ -46,16 +46,6 @@ def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
     return loaded.bindings(getattr(args, "seed", 0) or 0, given, getattr(args, "inputs", "") or "")
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return value
-
-
 def add_verify_flags(p: argparse.ArgumentParser, what: str) -> None:
     """--verify and --verify-tol (translation validation, eqsat.verify.translation)."""
     p.add_argument(
@@ -66,7 +56,7 @@ def add_verify_flags(p: argparse.ArgumentParser, what: str) -> None:
     )
     p.add_argument(
         "--verify-tol",
-        type=_positive,
+        type=positive,
         metavar="REL",
         help="tolerance of --verify as a normwise relative error (default: scaled to the "
         "model's dtypes and reduction lengths, at most 0.05)",
