@@ -11,6 +11,11 @@ from eqsat.fileio import write_atomic
 from hwsim import Hardware
 
 
+def require_matplotlib() -> None:
+    """A UserError saying how to install it, if matplotlib is missing."""
+    _pyplot()
+
+
 def _pyplot():
     try:
         import matplotlib

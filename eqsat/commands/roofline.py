@@ -102,6 +102,10 @@ def format_table(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot:  # before the sweep's minutes, not after
+        from eqsat.roofline_plot import require_matplotlib
+
+        require_matplotlib()
     hw = load_hardware(args.hw)
     loaded = load_model_from_args(args)
     base_dims = dict(args.dim)
