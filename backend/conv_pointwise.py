@@ -14,7 +14,6 @@ from eqsat.spatial_plan import pointwise_work
 
 from .compiler import Compiler
 from .contract import matrix_mode
-from .expr import Bin, Expr, Imm, Leaf
 from .views import View
 
 
@@ -22,7 +21,7 @@ def lower_pointwise(
     c: Compiler, i: int, node, x: View, w: View, attrs, out: View, epi, leaves, work
 ) -> None:
     """out [N, O, H, W] = epilogue(w @ x per image), one matmul kernel."""
-    from .lower_contract import _substitute, _weight_sums, _weight_value, add_gemm_kernel
+    from .lower_contract import add_gemm_kernel, conv_gemm_epilogue
 
     n, ch, h, wd = x.shape
     o = w.shape[0]
@@ -35,18 +34,7 @@ def lower_pointwise(
         a2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, ch))
     a = View(a2.buf, a2.offset, (n, o, ch), (0, *a2.strides))  # shared by every image
     za = int(attrs.get("a_zero", 0))
-    if za:  # sum((x - za) * w) = sum(x * w) - za * sum(w)
-        ws = _weight_sums(c, i, a2, _weight_value(c, node), (1, 2, 3), ".wsum")
-        q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
-        epi = q if epi is None else _substitute(epi, q)
-        leaves = [*leaves, ws.reshape((o, 1, 1))]
-    out3 = out.reshape((n, o, p))
-    assert out3 is not None
-    l3 = []
-    for v in leaves:
-        bv = v.broadcast_to(out.shape)
-        r = bv.reshape(out3.shape)
-        l3.append(r if r is not None else c.materialize(bv, c.label(i), i).reshape(out3.shape))
+    out3, epi, l3 = conv_gemm_epilogue(c, i, node, a2, za, out, epi, leaves)
     work = pointwise_work(work, _type(x), _type(w))
     add_gemm_kernel(c, i, node, a, b, out3, epi, l3, work)
 

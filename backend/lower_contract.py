@@ -366,6 +366,28 @@ def _weight_value(c: Compiler, node: Node) -> np.ndarray | None:
     return c.compile_time_value(node.inputs[op.operands.index(name)])
 
 
+def conv_gemm_epilogue(
+    c: Compiler, i: int, node, wmat: View, za: int, out: View, epi, leaves: list
+) -> tuple[View, Expr | None, list[View]]:
+    """A convolution's GEMM output [N, O, pixels] with its epilogue and leaves laid out
+    on it. With a zero point za: sum((x - za) * w) = sum(x * w) - za * sum(w), the
+    weight sums (of `wmat`, [O, C*KH*KW]) a leaf of the epilogue."""
+    n, o = out.shape[0], out.shape[1]
+    if za:
+        ws = _weight_sums(c, i, wmat, _weight_value(c, node), (1, 2, 3), ".wsum")
+        q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
+        epi = q if epi is None else _substitute(epi, q)
+        leaves = [*leaves, ws.reshape((o, 1, 1))]
+    out3 = out.reshape((n, o, out.shape[2] * out.shape[3]))
+    assert out3 is not None
+    l3 = []
+    for v in leaves:
+        b = v.broadcast_to(out.shape)
+        r = b.reshape(out3.shape)
+        l3.append(r if r is not None else c.materialize(b, c.label(i), i).reshape(out3.shape))
+    return out3, epi, l3
+
+
 def _weight_sums(c: Compiler, i: int, w: View, known: np.ndarray | None, axes, suffix: str):
     """Sums of the weights over `axes` (a zero-point correction): computed here when
     the weights are known at compile time, as TFLite folds them offline, else by a
@@ -453,18 +475,8 @@ def _conv(c, i, node, views, attrs, out: View, epi, leaves, work) -> None:
     xp, w2, geom = conv_inputs(
         c, i, x, w, tuple(attrs["stride"]), tuple(attrs["padding"]), (ho, wo), za, groups
     )
-    if za:  # sum((xp - za) * w) = sum(xp * w) - za * sum(w): xp is padded with za
-        ws = _weight_sums(c, i, w2.permute((1, 0)), _weight_value(c, node), (1, 2, 3), ".wsum")
-        q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
-        epi = q if epi is None else _substitute(epi, q)
-        leaves = [*leaves, ws.reshape((o, 1, 1))]
-    out3 = out.reshape((n, o, ho * wo))
-    assert out3 is not None
-    l3 = []
-    for v in leaves:
-        b = v.broadcast_to(out.shape)
-        r = b.reshape(out3.shape)
-        l3.append(r if r is not None else c.materialize(b, c.label(i), i).reshape(out3.shape))
+    # xp is padded with za
+    out3, epi, l3 = conv_gemm_epilogue(c, i, node, w2.permute((1, 0)), za, out, epi, leaves)
     if form == "transposed":  # weights @ patches (conv_transposed.py)
         from .conv_transposed import lower_transposed
 

@@ -44,7 +44,14 @@ from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
 from hwsim import timing
-from hwsim.costmodel import KernelCost, LoopWork, loop_cycles, step_cycles, tile_splits
+from hwsim.costmodel import (
+    KernelCost,
+    LoopWork,
+    loop_cycles,
+    pow2_multiples,
+    step_cycles,
+    tile_splits,
+)
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
@@ -327,15 +334,6 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
     return work, matrix
 
 
-def _sizes(n: int, smallest: int) -> list[int]:
-    """Powers of two from `smallest` below n, then n itself."""
-    sizes, x = [], smallest
-    while x < n:
-        sizes.append(x)
-        x *= 2
-    return [*sizes, n]
-
-
 def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
     """Heads per step: 1, or a power of two dividing the batch whose block-diagonal kt
     and v still fit one array pass in depth and width (g * d <= R, g * dv <= C), with
@@ -354,8 +352,8 @@ def candidates(hw: Hardware, s: AttnShape) -> list[AttnPlan]:
     keys, down to one (wide heads on a small scratchpad), by heads per step."""
     return [
         p
-        for rq in _sizes(s.s, 1)
-        for tk in _sizes(s.t, 1)
+        for rq in pow2_multiples(1, s.s)
+        for tk in pow2_multiples(1, s.t)
         for g in head_groups(hw, s, tk)
         if fits(hw, s, p := AttnPlan(rq, tk, g))
     ]

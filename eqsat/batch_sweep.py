@@ -24,6 +24,7 @@ from eqsat.pipeline import CompiledRules, optimize
 from eqsat.profile import KernelProfile, profile_run
 from eqsat.roofline import model_roofline
 from hwsim import Hardware, simulate
+from hwsim.costmodel import roofline_terms
 
 _SWEEP = re.compile(r"^([A-Za-z_]\w*)=(\d+(?:,\d+)*)$")
 
@@ -53,6 +54,7 @@ class SweepPoint:
     weight_bytes: int
     memory_bytes: int  # weights, inputs, outputs and live activations (liveness-planned)
     fits: bool | None  # None: the hardware file gives no capacity
+    dtype: str  # the dtype most of the model's MACs run in (whose roof and ridge apply)
     kernels: list[KernelProfile] = field(default_factory=list)
 
     @property
@@ -106,7 +108,7 @@ def measure_point(
     """One point: `graph` already has the dimension bound to `value`. `rules=None`: the
     model as written (no optimization)."""
     roof = model_roofline(graph, hw)
-    matrix = sum(m / hw.macs_per_cycle[d] for d, m in roof.macs.items())
+    terms = roofline_terms(hw, roof.macs, roof.vector_ops, roof.dram_bytes)
     program = optimize(graph, rules, hw, limits).graph if rules is not None else graph
     expected = program_cost(program, hw).cycles
     compiled = compile_graph(program, hw)
@@ -123,8 +125,8 @@ def measure_point(
         value=value,
         flops=2 * sum(roof.macs.values()) + roof.vector_ops,
         dram_bytes=roof.dram_bytes,
-        compute_cycles=max(matrix, roof.vector_ops / hw.vector_lanes),
-        memory_cycles=roof.dram_bytes / hw.dram_bytes_per_cycle,
+        compute_cycles=max(terms["matrix"], terms["vector"]),
+        memory_cycles=terms["dram"],
         bound=roof.bound,
         roofline_cycles=roof.cycles,
         expected_cycles=int(expected),
@@ -132,6 +134,7 @@ def measure_point(
         weight_bytes=weights,
         memory_bytes=memory,
         fits=None if capacity is None else memory <= capacity,
+        dtype=max(roof.macs, key=roof.macs.__getitem__) if roof.macs else "f32",
         kernels=kernels,
     )
 

@@ -50,13 +50,6 @@ def parse_size(text: str) -> int:
     return value
 
 
-def human_size(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} B"
-
-
 def machine_memory() -> int:
     """Physical RAM in bytes (0 where the platform does not say)."""
     try:

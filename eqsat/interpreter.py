@@ -159,21 +159,22 @@ def param_scale(shape: tuple[int, ...]) -> float:
     return 0.1
 
 
+def _draw_inputs(graph: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {str(node.attr("name")): random_value(node.type, rng) for _, node in graph.inputs}
+
+
 def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     """The inputs of `random_bindings(graph, seed)` alone (they are drawn first, so the
     values are the same), without drawing the params: cheap for large models."""
     check_sizes(graph)
-    rng = np.random.default_rng(seed)
-    return {str(node.attr("name")): random_value(node.type, rng) for _, node in graph.inputs}
+    return _draw_inputs(graph, np.random.default_rng(seed))
 
 
 def random_bindings(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded values for every input (standard normal) and param (scaled normal)."""
     check_sizes(graph)
     rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for _, node in graph.inputs:
-        out[str(node.attr("name"))] = random_value(node.type, rng)
+    out = _draw_inputs(graph, rng)
     for _, node in graph.params:
         value = random_value(node.type, rng, param_scale(node.type.shape))
         out[str(node.attr("name"))] = value

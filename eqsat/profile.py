@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hwsim import Hardware, Program, SimReport
+from hwsim.costmodel import roofline_cycles, roofline_terms
 from hwsim.isa import Kernel, Load, Store
 from hwsim.simulator import instruction_work
 
@@ -86,17 +87,13 @@ class KernelProfile:
 
 
 def _bound(hw: Hardware, k: KernelProfile) -> tuple[int, str]:
-    terms = {
-        "matrix": sum(m / hw.macs_per_cycle[d] for d, m in k.macs.items()),
-        "vector": k.vector_ops / hw.vector_lanes,
-        "memory": k.dram_bytes / hw.dram_bytes_per_cycle,
-    }
+    terms = roofline_terms(hw, k.macs, k.vector_ops, k.dram_bytes)
     unit = max(terms, key=terms.__getitem__)
-    roofline = int(-(-max(terms.values()) // 1))
+    roofline = roofline_cycles(hw, k.macs, k.vector_ops, k.dram_bytes)
     busiest = max((v for u, v in k.busy.items() if u != "launch"), default=0.0)
     if k.cycles and roofline < 0.5 * k.cycles and busiest < 0.5 * k.cycles:
         return roofline, "overhead"
-    return roofline, "memory" if unit == "memory" else f"compute ({unit})"
+    return roofline, "memory" if unit == "dram" else f"compute ({unit})"
 
 
 def _hints(hw: Hardware, k: KernelProfile) -> list[str]:
@@ -158,10 +155,11 @@ def profile_run(program: Program, hw: Hardware, report: SimReport) -> list[Kerne
     for i, k in enumerate(owner):
         members[k].append(i)
     scratch = {b.name for b in program.buffers if b.role == "scratch"}
+    unit_of = {e.index: e.unit for e in report.events}  # the run's own classification
     for k, indices in members.items():
         kp = kernels[k]
         instrs = [program.instrs[i] for i in indices]
-        work = instruction_work(hw, instrs)
+        work = instruction_work(hw, instrs, [unit_of[i] for i in indices])
         kp.macs, kp.vector_ops = work.macs, work.vector_ops
         kp.dram_read, kp.dram_written = work.read, work.written
         kp.instructions = sum(1 for ins in instrs if not isinstance(ins, Kernel))

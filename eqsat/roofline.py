@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from eqsat.costs import kernel_work
 from eqsat.ir.graph import Graph
 from eqsat.weights import prepared_nodes
+from hwsim.costmodel import roofline_terms
 from hwsim.hardware import Hardware
 
 _DRAM_LEAVES = ("input", "param", "literal")
@@ -63,10 +64,6 @@ def model_roofline(graph: Graph, hw: Hardware) -> Roofline:
             macs[work.dtype] += work.macs
         vector_ops += work.vector_ops
     dram += sum(graph.nodes[i].type.nbytes for i in {i for _, i in graph.outputs})
-    times = {
-        "matrix": sum(m / hw.macs_per_cycle[dt] for dt, m in macs.items()),
-        "vector": vector_ops / hw.vector_lanes,
-        "dram": dram / hw.dram_bytes_per_cycle,
-    }
+    times = roofline_terms(hw, macs, vector_ops, dram)
     bound = max(times, key=times.__getitem__)
     return Roofline(math.ceil(times[bound]), bound, dict(macs), vector_ops, dram)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from eqsat.ir.graph import Graph
@@ -47,6 +48,21 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError
+
+
+def text_table(rows: Sequence[Sequence[str]], left: Collection[int] = ()) -> list[str]:
+    """Fixed-width columns (the `left` ones left-aligned, the rest right-aligned) with a
+    rule of dashes under the first row, the header: plain text for pipes and logs."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i in left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
 
 
 def human_count(n: float) -> str:

@@ -19,20 +19,10 @@ import numpy as np
 from eqsat.profile import KernelProfile
 from hwsim import Hardware, Program, SimReport
 from hwsim.asm import format_instr
-from hwsim.isa import Gather, Load, Store
+from hwsim.simulator import dram_traffic
 
 LANES = ("kernels", "load", "store", "matrix", "vector", "launch")
 _PID = 1
-
-
-def _dma_bytes(ins) -> int:
-    if isinstance(ins, Gather):
-        return ins.index.rows * ins.src.cols * ins.dst.itemsize
-    if isinstance(ins, Load):
-        return ins.src.rows * ins.src.cols * ins.dst.itemsize
-    if isinstance(ins, Store):
-        return ins.dst.rows * ins.dst.cols * ins.src.itemsize
-    return 0
 
 
 def trace_events(
@@ -133,7 +123,7 @@ def _bandwidth_counter(
     for e in report.events:
         start = e.start + issue
         if e.unit in ("load", "store") and e.end > start:
-            rate = _dma_bytes(program.instrs[e.index]) / (e.end - start)
+            rate = sum(dram_traffic(program.instrs[e.index])) / (e.end - start)
             changes += [(start, rate), (e.end, -rate)]
     if not changes:
         return []

@@ -106,14 +106,22 @@ class KernelCost:
     tile: tuple[int, int, int] | None = None
 
 
+def roofline_terms(
+    hw: Hardware, total_macs_by_dtype: Mapping[str, int], vector_ops: int, dram_bytes: int
+) -> dict[str, float]:
+    """Cycles of the matrix unit, the vector unit and DRAM, each at its peak rate."""
+    return {
+        "matrix": sum(macs / hw.macs_per_cycle[dt] for dt, macs in total_macs_by_dtype.items()),
+        "vector": vector_ops / hw.vector_lanes,
+        "dram": dram_bytes / hw.dram_bytes_per_cycle,
+    }
+
+
 def roofline_cycles(
     hw: Hardware, total_macs_by_dtype: Mapping[str, int], vector_ops: int, dram_bytes: int
 ) -> int:
     """Lower bound: the busiest of matrix unit, vector unit and DRAM at peak rate."""
-    matrix = sum(macs / hw.macs_per_cycle[dt] for dt, macs in total_macs_by_dtype.items())
-    return math.ceil(
-        max(matrix, vector_ops / hw.vector_lanes, dram_bytes / hw.dram_bytes_per_cycle)
-    )
+    return math.ceil(max(roofline_terms(hw, total_macs_by_dtype, vector_ops, dram_bytes).values()))
 
 
 def tile_splits(total: int, tile: int) -> list[tuple[int, int]]:

@@ -31,7 +31,18 @@ from .blas import single_threaded
 from .costmodel import roofline_cycles
 from .dtypes import INT_RANGE, is_float
 from .hardware import Hardware
-from .isa import QUEUES, Gather, Instr, Kernel, Matmul, Program, tile_written, tiles_read
+from .isa import (
+    QUEUES,
+    Gather,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Program,
+    Store,
+    tile_written,
+    tiles_read,
+)
 from .machine import Machine
 from .memory import Fault
 from .report import Event, KernelSpan, SimReport, SimResult, SimulationError
@@ -263,25 +274,39 @@ class Work:
     written: int
 
 
-def instruction_work(hw: Hardware, instrs: Sequence[Instr]) -> Work:
-    """The work of `instrs` (a program, or one kernel's share of it)."""
+def dram_traffic(ins: Instr) -> tuple[int, int]:
+    """(bytes read, bytes written) of DRAM by one instruction (a gather moves only the
+    rows it selects)."""
+    if isinstance(ins, Gather):
+        return ins.index.rows * ins.src.cols * ins.dst.itemsize, 0
+    if isinstance(ins, Load):
+        return ins.src.rows * ins.src.cols * ins.dst.itemsize, 0
+    if isinstance(ins, Store):
+        return 0, ins.dst.rows * ins.dst.cols * ins.src.itemsize
+    return 0, 0
+
+
+def instruction_work(
+    hw: Hardware, instrs: Sequence[Instr], units: Sequence[str] | None = None
+) -> Work:
+    """The work of `instrs` (a program, or one kernel's share of it). `units`: each
+    instruction's unit where the caller has it (the run's costs), else computed."""
+    if units is None:
+        units = [timing.instruction_cost(hw, ins)[0] for ins in instrs]
     counts: Counter[str] = Counter()
     macs: Counter[str] = Counter()
     vector_ops = read = written = 0
-    for ins in instrs:
+    for ins, unit in zip(instrs, units, strict=True):
         counts[type(ins).__name__.lower()] += 1
-        unit = timing.instruction_cost(hw, ins)[0]
         if isinstance(ins, Matmul):
             macs[ins.a.dtype] += ins.a.rows * ins.a.cols * ins.b.cols
         elif unit == "vector":
             w = tile_written(ins)
             vector_ops += w.elements * timing.OP_PASSES[timing.vector_op(ins)]  # type: ignore[union-attr]
-        elif isinstance(ins, Gather):  # only the selected rows move
-            read += ins.index.rows * ins.src.cols * ins.dst.itemsize
-        elif unit == "load":
-            read += ins.src.rows * ins.src.cols * ins.dst.itemsize  # type: ignore[attr-defined]
-        elif unit == "store":
-            written += ins.dst.rows * ins.dst.cols * ins.src.itemsize  # type: ignore[attr-defined]
+        else:
+            r, wr = dram_traffic(ins)
+            read += r
+            written += wr
     return Work(dict(counts), dict(macs), vector_ops, read, written)
 
 
@@ -309,7 +334,7 @@ def simulate(
         missing = int((~run.m.dram[b.name].written).sum())
         if missing:
             raise SimulationError(f"error: output '{b.name}': {missing} elements never stored")
-    work = instruction_work(hw, program.instrs)
+    work = instruction_work(hw, program.instrs, [unit for unit, _ in run.cost])
     counts, macs, vector_ops = work.counts, work.macs, work.vector_ops
     read, written = work.read, work.written
     cycles = int(np.ceil(end))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from eqsat.errors import UserError
-from eqsat.summary import human_bytes
+from eqsat.summary import human_bytes, text_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,16 +75,7 @@ def diff_rows(a: dict, b: dict) -> list[tuple[str, ...]]:
 def run(args: argparse.Namespace) -> int:
     a, b = _load(args.a), _load(args.b)
     head = ("kernel", "A cycles", "B cycles", "change", "A DRAM", "B DRAM")
-    rows = [head, *diff_rows(a, b)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table([head, *diff_rows(a, b)], left=(0,))
     print(f"A: {args.a} ({a.get('hardware', '?')})   B: {args.b} ({b.get('hardware', '?')})")
     print("\n".join(lines))
     return 0

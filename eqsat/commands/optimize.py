@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from eqsat.budget import default_memory_limit, human_size, parse_size
+from eqsat.budget import default_memory_limit, parse_size
 from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.extract.result import OUT_OF_TIME
@@ -81,7 +81,7 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
         help="resident memory the optimization may use, e.g. 2GB or 512MiB: the e-graph "
         "stops growing where extracting from it would exceed it, and the best program "
         "found so far is kept (default: half of this machine's RAM, "
-        f"{human_size(default_memory_limit())})",
+        f"{human_bytes(default_memory_limit())})",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print no progress")
     add_quant_flags(p)

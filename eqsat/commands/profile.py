@@ -13,7 +13,7 @@ from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag, seed
 from eqsat.measured import explain_measured, parse_measured
 from eqsat.profile import UNITS, KernelProfile, profile_run
-from eqsat.summary import human_bytes, human_count
+from eqsat.summary import human_bytes, human_count, text_table
 from eqsat.trace import trace_events
 
 
@@ -99,16 +99,7 @@ def _cells(r: dict) -> tuple[str, ...]:
 
 def format_table(d: dict, top: int = 0) -> str:
     """Plain text: fixed-width columns, then the hints."""
-    rows = [HEADER] + [_cells(r) for r in _rows(d, top)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i in (0, 6) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table([HEADER, *(_cells(r) for r in _rows(d, top))], left=(0, 6))
     lines.append(_total_line(d))
     lines += _hint_lines(d, top)
     return "\n".join(lines)

@@ -15,9 +15,8 @@ from eqsat.commands.optimize import add_optimize_flags, limits_from_args
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag
 from eqsat.loading import load_model
-from eqsat.roofline import model_roofline
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
-from eqsat.summary import human_bytes, human_count
+from eqsat.summary import human_bytes, human_count, text_table
 from hwsim import load_hardware
 
 
@@ -56,10 +55,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _dtype(macs: dict[str, int]) -> str:
-    return max(macs, key=macs.__getitem__) if macs else "f32"
-
-
 def format_table(d: dict) -> str:
     dim = d["dim"]
     head = (
@@ -83,9 +78,7 @@ def format_table(d: dict) -> str:
             f"{p['intensity']:.1f}", p["bound"], f"{p['roofline_cycles']:,}",
             f"{p['expected_cycles']:,}", sim, human_bytes(p["memory_bytes"]), fits,
         ))  # fmt: skip
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(rows)
     lines.append(
         f"ridge point of {d['hardware']} ({d['dtype']}): {d['ridge']:.1f} FLOP/byte; "
         f"device memory {human_bytes(d['capacity']) if d['capacity'] else 'not given'}"
@@ -132,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
     points = sweep(bind, values, hw, rules, limits, not args.no_simulate, say)
     chosen, reason = choose(points)
-    dtype = _dtype(model_roofline(bind(values[0]), hw).macs)
+    dtype = points[0].dtype
     d = {
         "model": loaded.graph.name,
         "hardware": hw.name,

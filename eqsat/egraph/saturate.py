@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from egglog.bindings import EGraph
 
-from eqsat.budget import Budget, default_memory_limit, human_size
+from eqsat.budget import Budget, default_memory_limit
 from eqsat.config import Limits
 from eqsat.egraph.encoding import ANALYSIS, op_of_constructor
+from eqsat.summary import human_bytes
 
 SATURATED = "saturated"
 ITERATION_LIMIT = "iteration_limit"
@@ -56,7 +57,7 @@ class SaturationReport:
         if self.stop_reason == MEMORY_LIMIT:
             return (
                 f"memory limit: stopped at {self.nodes:,} e-nodes so that extraction fits "
-                f"in {human_size(self.memory_limit)} (--memory-limit)"
+                f"in {human_bytes(self.memory_limit)} (--memory-limit)"
             )
         if self.stop_reason == TIME_LIMIT:
             return "time limit: the next round and extraction would not fit (--time-limit)"
