@@ -117,9 +117,9 @@ class Compiler:
 
     def compile_time_value(self, j: int) -> np.ndarray | None:
         """The value of node j if known at compile time (a const, a param in consts, or a
-        prepared weight computed from those)."""
+        prepared weight or any other node computed from those only)."""
         node = self.graph.nodes[j]
-        if j in self.prepared:
+        if j in self.prepared or node.inputs:
             if j not in self._known:
                 try:
                     self._known[j] = evaluate_selected(self.graph, self.consts, [j])[j]

@@ -211,7 +211,14 @@ class TileExpr:
         assert self.zero_op is not None
         pipe.load("z", [(raw, dram(self.zero_op, self.zero_op.offset, 1, 1, 1))])
         zsrc = offset_tile(raw, 1, 0, self.rt, self.ct)
-        pipe.compute([Unary(op="copy", dst=z, src=zsrc) for _, z in sorted(self.zeros.items())])
+        # Float zeros are -0.0, the additive identity for every x: +0.0 would turn a
+        # broadcast -0.0 into +0.0 (and 1 / x into +inf where the reference has -inf).
+        pipe.compute(
+            [
+                Unary(op="neg" if kind == "f32" else "copy", dst=z, src=zsrc)
+                for kind, z in sorted(self.zeros.items())
+            ]
+        )
 
     def loads(self, pos: Pos, slot: int) -> list[tuple[Tile, object]]:
         out = []
