@@ -194,13 +194,15 @@ class Compiler:
     # ------------------------------------------------------------ stages
 
     def lower(self) -> None:
+        from eqsat.custom_instr.derive import InstructionOp
+
         from .lowering import LOWER, lower_node
 
         # what the program computes or reads: a node only prepared weights use is the
         # host's business
         needed = self.graph.live(stop=[i in self.prepared for i in range(len(self.graph.nodes))])
         for i, node in self.graph:
-            if node.op not in LOWER:
+            if node.op not in LOWER and not isinstance(node.opdef, InstructionOp):
                 raise BackendError(f"no lowering for op '{node.op}'")
             if not needed[i]:
                 continue

@@ -84,7 +84,16 @@ class RequantCh:
     rounding: str = "even"
 
 
-Expr = Leaf | Imm | Un | Bin | Sel | Cvt | Requant | RequantCh
+@dataclass(frozen=True)
+class Cust:
+    """The hardware's declared instruction `name` (hwsim/custom.py) of its operands:
+    one `custom` instruction, which broadcasts rows and columns itself."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+Expr = Leaf | Imm | Un | Bin | Sel | Cvt | Requant | RequantCh | Cust
 COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
 # comparisons and logic: a 0/1 result, so their operands must not be rounded to it
 FLAGS = frozenset({"eq", "lt", "le", "gt", "ge", "and", "or", "xor"})
@@ -115,6 +124,8 @@ def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
             return compute_dtype(dtype_of(x, leaf_dtypes))
         case Bin(a=a) | Sel(a=a):
             return compute_dtype(dtype_of(a, leaf_dtypes))
+        case Cust(args=args):
+            return compute_dtype(dtype_of(args[0], leaf_dtypes))
     raise TypeError(e)
 
 
@@ -155,6 +166,8 @@ def fold(e: Expr) -> Expr:
             return Requant(x, e.multiplier, e.shift, e.zero_point, e.rounding)
         case RequantCh(x=x):
             return RequantCh(fold(x), e.ch, e.table, e.zero_point, e.lo, e.rounding)
+        case Cust(name=name, args=args):  # its operands are leaves (lower_instruction)
+            return Cust(name, tuple(fold(a) for a in args))
     raise TypeError(e)
 
 
@@ -175,6 +188,8 @@ def leaves_of(e: Expr) -> set[int]:
             return leaves_of(c) | leaves_of(a) | leaves_of(b)
         case RequantCh(x=x, ch=ch):
             return leaves_of(x) | {ch.index}
+        case Cust(args=args):
+            return set().union(*(leaves_of(a) for a in args))
     return leaves_of(e.x)  # type: ignore[union-attr]
 
 
@@ -187,6 +202,8 @@ def ops_of(e: Expr) -> list[Expr]:
             return [*ops_of(a), *ops_of(b), e]
         case Sel(cond=c, a=a, b=b):
             return [*ops_of(c), *ops_of(a), *ops_of(b), e]
+        case Cust(args=args):
+            return [*(o for a in args for o in ops_of(a)), e]
     return [*ops_of(e.x), e]  # type: ignore[union-attr]
 
 

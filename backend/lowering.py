@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
 from eqsat.ops import REGISTRY, OpKind
@@ -21,7 +22,7 @@ from .attention import lower_attention
 from .compiler import Compiler, _inverse
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
-from .expr import Cvt, Expr, Leaf, fold
+from .expr import Cust, Cvt, Expr, Leaf, fold
 from .gather import lower_gather
 from .lower_contract import lower_contraction, lower_fused
 from .pad import lower_pad
@@ -279,7 +280,11 @@ LOWER = {
     "qmatmul": lower_contraction,
     "conv2d": lower_contraction,
     "qconv2d": lower_contraction,
-    **{n: lower_fused for n, op in REGISTRY.items() if op.kind is OpKind.FUSED},
+    **{
+        n: lower_fused
+        for n, op in REGISTRY.items()
+        if op.kind is OpKind.FUSED and not isinstance(op, InstructionOp)  # those come and go
+    },
     "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
@@ -298,10 +303,23 @@ _FOLDABLE_SKIP = {
 }
 
 
+def lower_instruction(c: Compiler, i: int, node: Node) -> Value:
+    """A hardware's declared instruction (eqsat/custom_instr): the streaming kernel with
+    one `custom.NAME` instruction per tile, every operand a loaded tile."""
+    leaves = []
+    for j in node.inputs:
+        t = c.graph.nodes[j].type
+        leaves.append(c.as_view(c.value(j), t.shape or (1,), c.label(i)))
+    expr = Cust(node.op, tuple(Leaf(k) for k in range(len(leaves))))
+    return expr_value(c, i, node, expr, leaves)
+
+
 def lower_node(c: Compiler, i: int, node: Node) -> Value:
     """Fold constant subgraphs, else dispatch on the table."""
     if node.op not in _FOLDABLE_SKIP:
         folded = fold_node(c, node)
         if folded is not None:
             return folded
+    if isinstance(node.opdef, InstructionOp):
+        return lower_instruction(c, i, node)
     return LOWER[node.op](c, i, node)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from eqsat.spatial_plan import ZERO_ISZ
 from hwsim.dtypes import ITEMSIZE, is_float
-from hwsim.isa import Binary, Instr, Requantize, Select, Tile, Transpose, Unary
+from hwsim.isa import Binary, Custom, Instr, Requantize, Select, Tile, Transpose, Unary
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
@@ -25,6 +25,7 @@ from .expr import (
     FLAGS,
     MIRRORED,
     Bin,
+    Cust,
     Cvt,
     Expr,
     Leaf,
@@ -61,7 +62,7 @@ def spine(expr: Expr, out_dtype: str, leaf_dtypes: list[str]) -> set[int]:
     while isinstance(e, Un | Bin | Cvt) and dtype_of(e, leaf_dtypes) == out_dtype:
         out.add(id(e))
         e = e.a if isinstance(e, Bin) else e.x
-    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin | Sel):
+    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin | Sel | Cust):
         out.add(id(expr))  # the root always writes the output tile
     return out
 
@@ -169,6 +170,12 @@ class TileExpr:
             for x in (e.cond, e.a, e.b):
                 self._plan(x)
             c = _join(_join(self._class(e.cond), self._class(e.a)), self._class(e.b))
+        elif isinstance(e, Cust):  # so does a declared instruction
+            for x in e.args:
+                self._plan(x)
+            c = IMM
+            for x in e.args:
+                c = _join(c, self._class(x))
         else:
             self._plan(e.x)  # type: ignore[union-attr]
             c = self._class(e.x)  # type: ignore[union-attr]
@@ -284,6 +291,11 @@ class TileExpr:
             self._binary(e, dst)
         elif isinstance(e, Sel):
             self._select(e, dst)
+        elif isinstance(e, Cust):
+            srcs = [self._eval(a) for a in e.args]
+            if not all(isinstance(s, Tile) for s in srcs):
+                raise BackendError(f"custom.{e.name}: an operand is an immediate, not a tile")
+            self._instrs.append(Custom(name=e.name, dst=dst, srcs=tuple(srcs)))  # type: ignore[arg-type]
         else:
             x = self._eval(e.x)  # type: ignore[union-attr]
             assert isinstance(x, Tile)

@@ -62,7 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         handler = getattr(args, "func", None) or args.handler
-        return int(handler(args) or 0)
+        # a --hw file's declared instructions are registry ops for the whole command
+        from eqsat.custom_instr import hardware_of_spec, instructions_in_use
+
+        with instructions_in_use(hardware_of_spec(getattr(args, "hw", None))):
+            return int(handler(args) or 0)
     except KeyboardInterrupt:  # before user_errors(), whose imports may be unfinished
         return interrupted()
     except user_errors() as err:

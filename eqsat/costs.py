@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eqsat.attention_plan import attention_cost
+from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
@@ -263,6 +264,9 @@ def op_cost(
     out: TensorType,
     attrs: Mapping[str, AttrValue],
 ) -> KernelCost | None:
+    custom = instruction_cost(hw, op_name, in_types, out)
+    if custom is not None:  # a declared instruction of this hardware (eqsat/custom_instr)
+        return custom
     if op_name == "cumsum":  # a scan kernel, planned instruction by instruction
         return scan_cost(hw, in_types[0], attrs, UNRUNNABLE_CYCLES)
     if op_name in ("attention", "attention_masked"):  # flash attention, planned likewise

@@ -12,6 +12,7 @@ from egglog.bindings import EGraph as EggGraph
 from eqsat.budget import Budget, OutOfTime, deadline_checker, default_memory_limit
 from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.costs import ProgramCost, program_cost
+from eqsat.custom_instr import instructions_in_use_for
 from eqsat.egraph.encoding import program_prelude
 from eqsat.egraph.extraction import (
     PricedEGraph,
@@ -38,6 +39,8 @@ class CompiledRules:
     text: str
     rulesets: tuple[str, ...]
     names: frozenset[str]
+    # (consumer op, producer op) -> rules whose patterns nest them (eqsat.blocks.seams)
+    nestings: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,11 +58,13 @@ class OptimizeResult:
     priced: PricedEGraph | None = None  # kept on request: the e-graph with its costs
     roots: list[str] = field(default_factory=list)
     quant: Any = None  # eqsat.quant.cli.QuantRun when the command quantized
+    blocks: Any = None  # eqsat.blocks.BlockReport when optimized block by block
 
 
 ProgressFn = Callable[[str], None]
 
 
+@instructions_in_use_for("hw")  # the e-graph's datatype holds hw's instruction ops
 def optimize(
     graph: Graph,
     rules: CompiledRules,
@@ -71,10 +76,13 @@ def optimize(
     keep_egraph: bool = False,
     facts: str = "",
     baseline: Graph | None = None,
+    prepared: EggGraph | None = None,
 ) -> OptimizeResult:
     """`facts`: egglog commands run once the model is in (the quantization pass's
     `term = param` equalities). `baseline`: the program the result is compared with
     and falls back to (default `graph`; the quantization pass annotates `graph`).
+    `prepared`: an e-graph from `prepare_egraph(rules, hw)` to reuse (loading the rules
+    takes about a second; blockwise optimization pays it once for all blocks).
 
     `limits.time_limit` and `limits.memory_limit` bound the whole call: saturation
     stops early enough for extraction to fit (eqsat.budget), the ILP gets what time
@@ -82,11 +90,11 @@ def optimize(
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
     budget = Budget(limits.time_limit, limits.memory_limit or default_memory_limit(), t_start)
-    egraph = EggGraph()
-    run_commands(egraph, program_prelude())
-    run_commands(egraph, rules.text)
-    # What rules may read about the target (tile candidates), before any rule runs.
-    run_commands(egraph, hardware_facts(hw))
+    if prepared is None:
+        egraph = prepare_egraph(rules, hw)
+    else:  # the model goes on top of the prepared state, which `pop` restores below
+        egraph = prepared
+        run_commands(egraph, "(push)")
     text, _ = graph_program(graph)
     run_commands(egraph, text)
     if facts:
@@ -102,6 +110,8 @@ def optimize(
 
     say(f"extracting ({extractor}) from {report.nodes:,} e-nodes")
     serialized = serialize(egraph)
+    if prepared is not None:
+        run_commands(egraph, "(pop)")
     del egraph  # egglog's memory is not needed while Python prices the copy
     tick = deadline_checker(budget)
     base = graph if baseline is None else baseline
@@ -163,6 +173,18 @@ def optimize(
         priced=priced if keep_egraph else None,
         roots=roots,
     )
+
+
+@instructions_in_use_for("hw")
+def prepare_egraph(rules: CompiledRules, hw: Hardware) -> EggGraph:
+    """A fresh e-graph with the program sorts, the rules and the hardware's facts
+    loaded: what every optimization starts from."""
+    egraph = EggGraph()
+    run_commands(egraph, program_prelude())
+    run_commands(egraph, rules.text)
+    # What rules may read about the target (tile candidates), before any rule runs.
+    run_commands(egraph, hardware_facts(hw))
+    return egraph
 
 
 def _class_names(graph: Graph, classes: list[str | None]) -> dict[str, str]:

@@ -181,6 +181,9 @@ def gather_plan(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -
 # cycles close to the simulated ones.
 
 FULL, ROW, COL, TR = "full", "row", "col", "tr"
+# An entry of Stream.ops naming a hardware's declared instruction (hwsim/custom.py):
+# one instruction per tile over all the leaves, timed by the declared cost.
+CUSTOM_PREFIX = "custom."
 
 
 def stream_space(shape: Sequence[int], out: Strides, leaves: list[Strides]):
@@ -341,7 +344,12 @@ def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
         elements = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}
         loads = [elements[c] * isz for c, (_, isz) in zip(classes, s.leaves, strict=True)]  # type: ignore[index]
         compute = sum(timing.vector_cycles(hw, rn * cn, "transpose") for c in classes if c == TR)
-        compute += sum(timing.vector_cycles(hw, rn * cn, op) for op in s.ops)
+        compute += sum(
+            _custom_cycles(hw, op, rn, cn, [elements[c] for c in classes])  # type: ignore[index]
+            if op.startswith(CUSTOM_PREFIX)
+            else timing.vector_cycles(hw, rn * cn, op)
+            for op in s.ops
+        )
         out = rn * cn * s.out_isz
         transfer = sum(timing.dma_transfer_cycles(hw, n) for n in [*loads, out])
         queue = tuple(timing.dma_cycles(hw, n) for n in loads)
@@ -359,6 +367,12 @@ def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
     if s.zero:  # one element loaded into a padded tile, copied out
         zero = (timing.dma_cycles(hw, 4), timing.vector_cycles(hw, rt * ct, "copy"))
     return StreamPlan((rt, ct), order, zero, tile != (0, 0))
+
+
+def _custom_cycles(hw: Hardware, op: str, rows: int, cols: int, sizes: list[int]) -> int:
+    decl = hw.instruction(op.removeprefix(CUSTOM_PREFIX))
+    assert decl is not None, f"{hw.name} declares no instruction {op}"
+    return decl.cycles(hw.vector_lanes, hw.issue_cycles, hw.launch_cycles, rows, cols, sizes)
 
 
 def _walk(item, fn) -> None:

@@ -9,6 +9,7 @@ from .hardware import Hardware, HardwareError, load_hardware
 from .isa import (
     Binary,
     Buffer,
+    Custom,
     DramRef,
     Gather,
     Instr,
@@ -32,6 +33,7 @@ __all__ = [
     "AsmError",
     "Binary",
     "Buffer",
+    "Custom",
     "DramRef",
     "Event",
     "Gather",

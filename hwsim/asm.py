@@ -11,7 +11,10 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
     matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
     binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
     select      sram@0:16x16:f32 <- sram@2048:16x16:i8, sram@0:16x16:f32, -inf
+    custom.silu_mul sram@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:1x16:f32
     kernel      softmax
+
+`custom.NAME` runs an instruction the hardware file declares (hwsim/custom.py).
 
 Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
 elements); a DRAM reference is `NAME[OFFSET:ROWSxCOLS/STRIDE]` (elements); an
@@ -34,6 +37,7 @@ from .isa import (
     SPACES,
     Binary,
     Buffer,
+    Custom,
     DramRef,
     Gather,
     Instr,
@@ -106,6 +110,7 @@ _OPTIONS = {
     "transpose": (),
     "requantize": ("mult", "shift", "zp", "round"),
     "kernel": (),
+    "custom": (),
 }
 _INT_KEYS = ("mult", "shift", "zp")
 
@@ -220,7 +225,7 @@ def _instr(text: str, at: _Line) -> Instr:
     op, sub = m[1], m[2]
     if op not in _OPTIONS:
         raise at.error(m.start(1) + 1, f"unknown instruction '{op}'")  # type: ignore[union-attr]
-    has_sub = op in ("unary", "binary", "reduce")
+    has_sub = op in ("unary", "binary", "reduce", "custom")
     if has_sub != (sub is not None):
         form = f"'{op}.OP'" if has_sub else f"'{op}' without '.OP'"
         raise at.error(m.start(1) + 1, f"write {form}")  # type: ignore[union-attr]
@@ -283,6 +288,9 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
         bb, ii = (None, b) if imm else (b, None)
         return Binary(op=sub, dst=dst, a=a, b=bb, imm=ii, **kw, **deps)
+    if op == "custom":
+        tiles = _want(at, srcs, "t" * max(1, len(srcs)), "source", col)
+        return Custom(name=sub, dst=dst, srcs=tuple(tiles), **deps)
     if op == "select":
         imms = ["n" if isinstance(v, float) else "t" for v, _ in srcs[1:]]
         kinds = "t" + "".join(imms) if len(srcs) == 3 else "ttt"

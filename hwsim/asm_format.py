@@ -6,6 +6,7 @@ from typing import Any
 
 from .isa import (
     Binary,
+    Custom,
     DramRef,
     Gather,
     Instr,
@@ -60,6 +61,8 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
             return f"binary.{ins.op}", [ins.dst], [ins.a, b], opts
+        case Custom():
+            return f"custom.{ins.name}", [ins.dst], list(ins.srcs), {}
         case Select():
             a = ins.imm_a if ins.a is None else ins.a
             b = ins.imm_b if ins.b is None else ins.b

@@ -13,6 +13,10 @@ its peak rate for input dtype d; floating point may run at a fraction of the int
 A TOML file lists every field at top level plus a `[macs_per_cycle]` table, or says
 `base = "edge"` (a preset name or a path relative to the file) and overrides some.
 
+`[[instruction]]` tables declare custom vector instructions as data (hwsim/custom.py:
+name, semantics, operand limits, cost, the patterns they replace); a file inherits its
+base's and adds its own, and a name may be declared once.
+
 `rounding` is how the requantizer (i32 -> i8 by a fixed-point multiplier and shift)
 breaks ties: "even" (to the even neighbour, as Gemmini) or "away" (from zero, as
 gemmlowp/TFLite). It may be left out (default "even"). Presets: edge "even",
@@ -30,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from .custom import DeclarationError, Instruction, parse_instruction
 
 PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = ("edge", "datacenter")
@@ -62,6 +68,7 @@ class Hardware:
     issue_cycles: int
     rounding: str = "even"  # requantization ties: even | away
     dram_capacity_bytes: int | None = None  # what a model's weights and activations must fit
+    instructions: tuple[Instruction, ...] = ()  # custom instructions ([[instruction]])
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "macs_per_cycle", MappingProxyType(dict(self.macs_per_cycle)))
@@ -74,6 +81,10 @@ class Hardware:
                 for f in dataclasses.fields(self)
             )
         )
+
+    def instruction(self, name: str) -> Instruction | None:
+        """The declared custom instruction `name`, or None."""
+        return next((i for i in self.instructions if i.name == name), None)
 
     def passes(self, dtype: str) -> int:
         """Cycles one row of A spends in the array for `dtype` (1 at the native rate)."""
@@ -193,6 +204,7 @@ def _load_fields(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise HardwareError(f"{path}: error: 'base' chain loops back to this file")
     src, data = _read_toml(path)
     fields: dict[str, Any] = {}
+    declared = data.pop("instruction", [])
     if "base" in data:
         base = data.pop("base")
         if not isinstance(base, str):
@@ -228,14 +240,77 @@ def _load_fields(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
                 merged[dt] = rate
             value = merged
         fields[key] = value
+    fields["instructions"] = _instructions(src, declared, fields.get("instructions", ()))
     fields["_source"] = src
     return fields
+
+
+INSTRUCTION_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*instruction[ \t]*\]\]", re.M)
+
+
+def instruction_key_position(text: str, index: int, key: str) -> tuple[int, int] | None:
+    """1-based (line, col) of `key = ...` in the index-th `[[instruction]]` table (the
+    header itself when the key is not written there)."""
+    headers = list(INSTRUCTION_HEADER.finditer(text))
+    if index >= len(headers):
+        return None
+    start = headers[index].start()
+    nxt = re.compile(r"^[ \t]*\[", re.M).search(text, headers[index].end())
+    end = nxt.start() if nxt else len(text)
+    m = re.compile(rf"^[ \t]*({re.escape(key)})[ \t]*=[ \t]*", re.M).search(text, start, end)
+    return _line_col(text, m.start(1)) if m else _line_col(text, start + text[start:].index("["))
+
+
+def _value_col(text: str, index: int, key: str) -> int | None:
+    """Column of the first character inside the key's (single-line) string value."""
+    pos = instruction_key_position(text, index, key)
+    if pos is None:
+        return None
+    line = text.splitlines()[pos[0] - 1]
+    m = re.match(rf"[ \t]*{re.escape(key)}[ \t]*=[ \t]*(\[?[ \t]*)?[\"']", line)
+    return m.end() + 1 if m else None
+
+
+def _instructions(
+    src: _Source, declared: Any, inherited: tuple[Instruction, ...]
+) -> tuple[Instruction, ...]:
+    """The base's instructions plus this file's, each checked and located."""
+    if not isinstance(declared, list):
+        raise src.error("'instruction' must be an array of tables: write [[instruction]]")
+    out = list(inherited)
+    for index, data in enumerate(declared):
+        try:
+            ins = parse_instruction(data)
+        except DeclarationError as e:
+            pos = instruction_key_position(src.text, index, e.key)
+            if pos is not None and e.col is not None:
+                inner = _value_col(src.text, index, e.key)
+                pos = (pos[0], inner + e.col - 1) if inner is not None else pos
+            where = f"{src.path}:{pos[0]}:{pos[1]}" if pos else str(src.path)
+            label = data.get("name") if isinstance(data, dict) else None
+            what = f"instruction '{label}'" if isinstance(label, str) else "[[instruction]]"
+            raise HardwareError(f"{where}: error: {what}: {e}") from None
+        where = tuple(
+            (key, p)
+            for key in ("name", "operands", "semantics", "dtypes", "cost", "replaces")
+            if (p := instruction_key_position(src.text, index, key)) is not None
+        )
+        ins = dataclasses.replace(ins, path=str(src.path), where=where)
+        if any(other.name == ins.name for other in out):
+            line, col = dict(where)["name"]
+            raise HardwareError(
+                f"{src.path}:{line}:{col}: error: instruction '{ins.name}' is declared twice "
+                "(here and in this file or its base); give each instruction its own name"
+            )
+        out.append(ins)
+    return tuple(out)
 
 
 def _build(fields: dict[str, Any]) -> Hardware:
     src: _Source = fields.pop("_source")
     for key, default in OPTIONAL.items():
         fields.setdefault(key, default)
+    fields.setdefault("instructions", ())
     for key in FIELDS:
         if key not in fields:
             raise src.error(
@@ -253,6 +328,52 @@ def _build(fields: dict[str, Any]) -> Hardware:
                 dt,
                 "macs_per_cycle",
             )
+    return Hardware(**fields)
+
+
+SWEEPABLE = (
+    "clock_ghz",
+    "array_rows",
+    "array_cols",
+    "vector_lanes",
+    "sram_bytes",
+    "acc_bytes",
+    "dram_bytes_per_cycle",
+    "dram_latency_cycles",
+    "dma_engines",
+    "launch_cycles",
+    "issue_cycles",
+)
+
+
+def derive(hw: Hardware, changes: Mapping[str, int | float], where: str) -> Hardware:
+    """`hw` with some numeric fields changed (design-space exploration), checked as a
+    file's fields are. A new array size keeps each dtype's passes through the array:
+    macs_per_cycle scales with array_rows * array_cols. `where` names the source of the
+    changes in messages."""
+    fields = {f.name: getattr(hw, f.name) for f in dataclasses.fields(hw)}
+    for key, value in changes.items():
+        if key not in SWEEPABLE:
+            raise HardwareError(
+                f"{where}: error: '{key}' is not a field that can be varied; use one of "
+                + ", ".join(SWEEPABLE)
+            )
+        types, desc = FIELDS[key]
+        if isinstance(value, bool) or not isinstance(value, types) or not value > 0:
+            raise HardwareError(f"{where}: error: '{key}' must be {desc} > 0, got {value!r}")
+        fields[key] = value
+    cells = fields["array_rows"] * fields["array_cols"]
+    if cells != hw.array_rows * hw.array_cols:
+        fields["macs_per_cycle"] = {dt: cells // hw.passes(dt) for dt in hw.macs_per_cycle}
+    for dt, macs in fields["macs_per_cycle"].items():
+        if macs < 1 or cells % macs:
+            raise HardwareError(
+                f"{where}: error: an array of {fields['array_rows']}x{fields['array_cols']} "
+                f"cannot run {dt} at {hw.passes(dt)} passes; choose sizes divisible by "
+                f"{hw.passes(dt)}"
+            )
+    changed = ",".join(f"{k}={v}" for k, v in changes.items())
+    fields["name"] = f"{hw.name}[{changed}]" if changed else hw.name
     return Hardware(**fields)
 
 

@@ -270,6 +270,16 @@ class Requantize(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Custom(Instr):
+    """dst = the hardware's declared instruction `name` (hwsim/custom.py) of srcs, on
+    the vector unit: each src is dst's shape, a row (1 x cols) or a column (rows x 1)."""
+
+    name: str
+    dst: Tile
+    srcs: tuple[Tile, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Kernel(Instr):
     """Start of a kernel: a barrier over all queues costing the launch overhead."""
 
@@ -288,6 +298,7 @@ INSTRS: tuple[type[Instr], ...] = (
     Reduce,
     Transpose,
     Requantize,
+    Custom,
     Kernel,
 )
 
@@ -322,6 +333,8 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
     if isinstance(ins, Gather):
         return (ins.index,)
+    if isinstance(ins, Custom):
+        return ins.srcs
     if isinstance(ins, Load | Kernel):
         return ()
     return (ins.src,)  # type: ignore[attr-defined]

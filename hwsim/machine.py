@@ -6,14 +6,16 @@ it means: whole tiles through numpy, with every access checked by memory.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import semantics
+from .custom import Instruction
 from .dtypes import is_float, to_value
 from .isa import (
     Binary,
+    Custom,
     Gather,
     Instr,
     Kernel,
@@ -44,7 +46,9 @@ class Machine:
         sram_size: int,
         acc_size: int,
         races: bool,
+        instructions: Sequence[Instruction] = (),
     ) -> None:
+        self.instructions = {i.name: i for i in instructions}
         self.sram = OnChip("sram", sram_size, races)
         self.acc = OnChip("acc", acc_size, races)
         self.dram: dict[str, DramBuffer] = {}
@@ -67,6 +71,7 @@ class Machine:
             Requantize: self._requantize,
             Kernel: lambda *_: None,
             Gather: self._gather,
+            Custom: self._custom,
         }
 
     def run(self, ins: Instr, q: int, seq: int, clock: Clock) -> None:
@@ -125,6 +130,17 @@ class Machine:
         a = self._get(ins.a, q, seq, clock)
         b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
         self._put(ins.dst, semantics.binary(ins.op, a, b), q, seq, clock)  # type: ignore[arg-type]
+
+    def _custom(self, ins: Custom, q: int, seq: int, clock: Clock) -> None:
+        """A declared instruction: its semantics on the source tiles (f32 values)."""
+        decl = self.instructions.get(ins.name)
+        if decl is None:
+            raise Fault(f"custom instruction '{ins.name}' is not declared by this hardware")
+        args = [self._get(t, q, seq, clock) for t in ins.srcs]
+        if len(args) != len(decl.operands):
+            raise Fault(f"custom.{ins.name} takes {len(decl.operands)} operand(s), got {len(args)}")
+        out = np.broadcast_to(decl.run(args), (ins.dst.rows, ins.dst.cols))
+        self._put(ins.dst, np.ascontiguousarray(out), q, seq, clock)
 
     def _select(self, ins: Select, q: int, seq: int, clock: Clock) -> None:
         cond = self._get(ins.cond, q, seq, clock)

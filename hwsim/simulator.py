@@ -29,10 +29,12 @@ from . import timing
 from .asm_format import format_instr
 from .blas import single_threaded
 from .costmodel import roofline_cycles
+from .custom import DeclarationError, check_functions
 from .dtypes import INT_RANGE, is_float
 from .hardware import Hardware
 from .isa import (
     QUEUES,
+    Custom,
     Gather,
     Instr,
     Kernel,
@@ -76,7 +78,9 @@ class _Run:
         self.cost = [timing.instruction_cost(hw, ins) for ins in self.instrs]
         self.need = [tuple(Counter(ins.wait).items()) for ins in self.instrs]
         inputs = self._check_inputs(inputs)
-        self.m = Machine(program, inputs, self.peak["sram"], self.peak["acc"], races)
+        self.m = Machine(
+            program, inputs, self.peak["sram"], self.peak["acc"], races, hw.instructions
+        )
         self.tokens: dict[str, list] = {}
         self.tick = itertools.count()
         self.clock: list[tuple] = [(0, 0, 0)] * 3
@@ -99,6 +103,16 @@ class _Run:
         self.peak = {"sram": 0, "acc": 0}
         cap = {"sram": self.hw.sram_bytes, "acc": self.hw.acc_bytes}
         for i, ins in enumerate(self.instrs):
+            if isinstance(ins, Custom):
+                decl = self.hw.instruction(ins.name)
+                if decl is None:
+                    raise self.error(
+                        i, f"{self.hw.name} declares no instruction '{ins.name}' ([[instruction]])"
+                    )
+                try:
+                    check_functions(decl.semantics)
+                except DeclarationError as e:
+                    raise self.error(i, f"{decl.location('semantics')}: {e}") from None
             out = tile_written(ins)
             for t in (*tiles_read(ins), *([out] if out else [])):
                 if t.end > cap[t.space]:
@@ -301,8 +315,7 @@ def instruction_work(
         if isinstance(ins, Matmul):
             macs[ins.a.dtype] += ins.a.rows * ins.a.cols * ins.b.cols
         elif unit == "vector":
-            w = tile_written(ins)
-            vector_ops += w.elements * timing.OP_PASSES[timing.vector_op(ins)]  # type: ignore[union-attr]
+            vector_ops += timing.lane_work(hw, ins)
         else:
             r, wr = dram_traffic(ins)
             read += r

@@ -16,6 +16,7 @@ array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
         and drains once per instruction (R + C).
     vector op on e elements       I + ceil(e * passes(op) / L)   (select: op "select")
     row reduction of r x c        I + ceil(r*c / L) + ceil(log2(L))  (lane tree)
+    custom.NAME                   the cost its hardware file declares (hwsim/custom.py)
     kernel launch                 launch_cycles
 """
 
@@ -26,6 +27,7 @@ import math
 from .hardware import Hardware
 from .isa import (
     Binary,
+    Custom,
     Gather,
     Instr,
     Kernel,
@@ -147,7 +149,28 @@ def instruction_cost(hw: Hardware, ins: Instr) -> tuple[str, int]:
             return "vector", reduce_cycles(hw, ins.src.rows, ins.src.cols)
         case Kernel():
             return "launch", hw.launch_cycles
+        case Custom():
+            return "vector", custom_cycles(hw, ins)
     return "vector", vector_cycles(hw, ins.dst.elements, vector_op(ins))  # type: ignore[attr-defined]
+
+
+def custom_cycles(hw: Hardware, ins: Custom) -> int:
+    """Cycles of a declared instruction: its declared cost (hwsim/custom.py)."""
+    decl = hw.instruction(ins.name)
+    if decl is None:
+        raise ValueError(f"{hw.name} declares no instruction '{ins.name}'")
+    sizes = [t.elements for t in ins.srcs]
+    return decl.cycles(
+        hw.vector_lanes, hw.issue_cycles, hw.launch_cycles, ins.dst.rows, ins.dst.cols, sizes
+    )
+
+
+def lane_work(hw: Hardware, ins: Instr) -> int:
+    """Lane passes of a vector-unit instruction over its whole output (roofline work)."""
+    if isinstance(ins, Custom):
+        decl = hw.instruction(ins.name)
+        return math.ceil(ins.dst.elements * (decl.lane_ops() if decl is not None else 1.0))
+    return ins.dst.elements * OP_PASSES[vector_op(ins)]  # type: ignore[attr-defined]
 
 
 def vector_op(ins: Instr) -> str:

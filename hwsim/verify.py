@@ -23,6 +23,7 @@ from .isa import (
     UNARY_OPS,
     Binary,
     Buffer,
+    Custom,
     DramRef,
     Gather,
     Instr,
@@ -203,6 +204,26 @@ def _requantize(ins: Requantize) -> str | None:
     return _same(ins.dst, ins.src)
 
 
+def _custom(ins: Custom) -> str | None:
+    """Shapes and dtypes only: whether the hardware declares `name` is the simulator's
+    check (it has the hardware)."""
+    if not ins.name or any(c.isspace() for c in ins.name):
+        return "custom instruction name must be one non-empty word"
+    if not ins.srcs:
+        return f"custom.{ins.name} needs at least one source tile"
+    fits = {_shape(ins.dst), (1, ins.dst.cols), (ins.dst.rows, 1)}
+    for t in (ins.dst, *ins.srcs):
+        if not is_float(t.dtype):
+            return f"custom.{ins.name} works on float tiles, got {t.dtype}"
+    for t in ins.srcs:
+        if _shape(t) not in fits:
+            return (
+                f"custom.{ins.name} operand {t.rows}x{t.cols} is neither "
+                f"{ins.dst.rows}x{ins.dst.cols}, a row nor a column of it"
+            )
+    return None
+
+
 _TOKEN_NAME = re.compile(r"[^\s,=#]+")
 
 
@@ -251,6 +272,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return None if ok else "transpose of r x c writes c x r"
         case Requantize():
             return _requantize(ins)
+        case Custom():
+            return _custom(ins)
         case Kernel():
             bad = not ins.name or any(c.isspace() for c in ins.name)
             return "kernel name must be one non-empty word" if bad else None

@@ -13,6 +13,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="list the ops a model may use",
         description="List every op in the registry with its operands, attributes and meaning.",
     )
+    p.add_argument(
+        "--hw",
+        default=None,
+        metavar="FILE.toml",
+        help="also list the ops derived from the instructions this hardware file declares",
+    )
     p.set_defaults(func=run)
 
 
@@ -33,13 +39,22 @@ def _default(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eqsat.custom_instr import InstructionOp
+
+    declared = sorted(n for n, op in REGISTRY.items() if isinstance(op, InstructionOp))
     for kind in OpKind:
         names = sorted(
-            n for n, op in REGISTRY.items() if op.kind is kind and kind is not OpKind.LEAF
+            n
+            for n, op in REGISTRY.items()
+            if op.kind is kind and kind is not OpKind.LEAF and n not in declared
         )
         if not names:
             continue
         print(f"{kind.value}:")
         for name in names:
+            print(f"  {format_signature(name):<44} {REGISTRY[name].doc}")
+    if declared:  # in the registry while --hw FILE is in use (eqsat/cli.py)
+        print(f"instructions of {args.hw}:")
+        for name in declared:
             print(f"  {format_signature(name):<44} {REGISTRY[name].doc}")
     return 0

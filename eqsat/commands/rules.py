@@ -51,6 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--approx", action="store_true", help="include approximate rules (in <ruleset>-approx)"
     )
     emit.set_defaults(func=run_compile)
+    __import__("eqsat.commands.rules_test", fromlist=["_"]).add_parser(rules_sub)
+    __import__("eqsat.commands.rules_why", fromlist=["_"]).add_parser(rules_sub)
+    __import__("eqsat.commands.rules_synthesize", fromlist=["_"]).add_parser(rules_sub)
 
 
 def _paths(p: argparse.ArgumentParser) -> None:
@@ -70,6 +73,9 @@ def _load(args: argparse.Namespace):
 def run_check(args: argparse.Namespace) -> int:
     collection = _load(args)
     check_in_egglog(collection, include_approx=True)
+    from eqsat.ruletest import validate_files  # test blocks: fragments, hardware, terms
+
+    tests = validate_files(args.paths or [default_rules_dir()])
     if not collection.files:
         where = ", ".join(str(p) for p in (args.paths or [default_rules_dir()]))
         print(f"no .rules files in {where}")
@@ -79,9 +85,11 @@ def run_check(args: argparse.Namespace) -> int:
         extra = f", {approx} approximate" if approx else ""
         n = len(f.rules)
         rulesets = ", ".join(f.rulesets)
+        t = tests.get(f.path, 0)
         print(
             f"{f.path}: {n} rule{'s' if n != 1 else ''}{extra}, "
             f"{len(f.rulesets)} ruleset{'s' if len(f.rulesets) != 1 else ''} ({rulesets})"
+            + (f", {t} test{'s' if t != 1 else ''}" if t else "")
         )
         for r in f.rules:
             if r.doc is None:

@@ -191,6 +191,7 @@ class RulesFile:
     ruleset_pos: Pos | None  # the header's name, None when defaulted to the file stem
     rules: tuple[RuleDecl, ...]
     source: str
+    tests: tuple[TestDecl, ...] = ()
 
 
 def term_pos(term: Term) -> Pos:
@@ -199,3 +200,78 @@ def term_pos(term: Term) -> Pos:
 
 def expr_pos(expr: Expr) -> Pos:
     return expr.pos
+
+
+# ------------------------------------------------------------------ tests
+# `test NAME { ... }` blocks: a model fragment and what must hold once it is optimized
+# (eqsat/ruletest runs them; the rule compiler and the optimizer ignore them).
+
+
+@dataclass(frozen=True)
+class ExpectKernels:
+    """`expect kernels == [op, ...]` (or `!=`): the extracted program's kernels, as a
+    multiset of op names."""
+
+    op: str  # == or !=
+    kernels: tuple[tuple[str, Pos], ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ExpectKernelCount:
+    """`expect kernels <= 2`: how many kernels the extracted program has."""
+
+    op: str  # == != < <= > >=
+    count: int
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ExpectNo:
+    """`expect no softmax`: no node of that op in the extracted program."""
+
+    op: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ExpectEqual:
+    """`expect equal(a, b)`: the two terms (values of the fragment, or calls over them in
+    the model language) are in one e-class after saturation."""
+
+    left: Term
+    right: Term
+    left_text: str  # the terms as written (model language)
+    right_text: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ExpectCost:
+    """`expect cost < 0.8 * input`: the extracted program's estimated cycles compared
+    with an expression of `input`, the cycles of the fragment as written."""
+
+    op: str
+    bound: Expr
+    pos: Pos
+
+
+Expectation = ExpectKernels | ExpectKernelCount | ExpectNo | ExpectEqual | ExpectCost
+
+
+@dataclass(frozen=True)
+class TestDecl:
+    name: str
+    pos: Pos
+    model: object  # frontend.ast.Model of the fragment (see FRAGMENT_LINE_SHIFT)
+    expects: tuple[Expectation, ...]
+    hw: str | None = None  # `on hw=FILE|PRESET`; None: the default preset
+    hw_pos: Pos | None = None
+    approx: bool = False  # `with approx`: the approximate rules run too
+
+    __test__ = False  # not a pytest class
+
+
+# The fragment is parsed as `model NAME {` on a line of its own followed by the body
+# lines, so its positions are one line below the rules file's.
+FRAGMENT_LINE_SHIFT = 1

@@ -56,3 +56,28 @@ class DuplicateRuleError(RuleError):
 
 class EgglogRejectedError(RuleError):
     """egglog refused the compiled text of a rule (a bug in the compiler or prelude)."""
+
+
+# ------------------------------------------------ test blocks (eqsat/ruletest)
+
+
+class TestModelError(RuleError):
+    """A test's model fragment is not a valid model (shape mismatch, unbound name, ...;
+    an unknown op is an UnknownOpError, a wrong operand count an ArityError)."""
+
+    __test__ = False
+
+
+class ExpectationError(RuleError):
+    """An `expect` line that says nothing checkable: an unknown form, an op the registry
+    does not have, a name the fragment does not define, a bound that is not a number."""
+
+
+class TestHardwareError(RuleError):
+    """`on hw=...` names no preset and no readable hardware file."""
+
+    __test__ = False
+
+
+class DuplicateTestError(RuleError):
+    """Two tests with one name in one file."""

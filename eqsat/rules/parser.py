@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import UnexpectedToken
 from lark.visitors import Transformer_NonRecursive
 
 from eqsat.limits import int_text_problem
 from eqsat.rules import ast
-from eqsat.rules.errors import RuleSyntaxError
+from eqsat.rules.errors import DuplicateTestError, RuleSyntaxError
 from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
 
 # Rules are patterns a few calls deep; the rule compiler and verify-rules recurse on
@@ -42,13 +43,28 @@ _TERMINAL_WORDS = {
     "RULESET": "'ruleset'",
     "TRUE": "'true'",
     "FALSE": "'false'",
+    "TEST_NAME": "a test name",
+    "TEST_BODY": "'{' and the test's body",
+    "HW_NAME": "a hardware preset or file",
 }
 
 
 @cache
-def _lark() -> Lark:
+def _lark(start: str = "start") -> Lark:
+    """The rules grammar; `start="test_line"` parses one directive line of a test."""
     grammar = resources.files("eqsat.rules").joinpath("rules.lark").read_text()
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return Lark(
+        grammar, parser="lalr", start=start, propagate_positions=True, maybe_placeholders=True
+    )
+
+
+@dataclass(frozen=True)
+class _RawTest:
+    """A `test NAME { ... }` block before its body is parsed (eqsat.rules.testblock)."""
+
+    name: str
+    pos: ast.Pos
+    body: Token  # the braces and everything between them
 
 
 def _pos(tok) -> ast.Pos:
@@ -62,8 +78,39 @@ def _at(message: str, pos: ast.Pos) -> Positioned:
 @v_args(meta=True)
 class _ToAst(Transformer_NonRecursive):
     def start(self, meta, children):
-        header, *rules = children
-        return header, tuple(rules)
+        header, *items = children
+        rules = tuple(i for i in items if isinstance(i, ast.RuleDecl))
+        return header, rules, tuple(i for i in items if isinstance(i, _RawTest))
+
+    def test(self, meta, children):
+        name, body = children
+        if not KEBAB.fullmatch(str(name)):
+            raise _at(
+                f"test name '{name}' is not kebab-case; write it like 'fuse-bias-gelu'",
+                _pos(name),
+            )
+        return _RawTest(str(name), _pos(name), body)
+
+    # `test_line` (one line of a test body)
+    def expect_line(self, meta, children):
+        return children[0]
+
+    def on_hw(self, meta, children):
+        return ("hw", str(children[0]), _pos(children[0]))
+
+    def with_approx(self, meta, children):
+        return ("approx",)
+
+    def expect_compare(self, meta, children):
+        left, op, right = children
+        return ("compare", left, str(op), right, _pos(op))
+
+    def expect_no(self, meta, children):
+        return ("no", str(children[0]), _pos(children[0]))
+
+    def expect_equal(self, meta, children):
+        left, right = children
+        return ("equal", left, right, ast.Pos(meta.line, meta.column))
 
     def header(self, meta, children):
         return children[0]
@@ -225,17 +272,27 @@ def _doc_above(lines: list[str], line: int) -> str | None:
 
 def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
     """Parse one rules file. The ruleset defaults to the file's stem."""
-    header, rules = parse_to_ast(
-        _lark(),
-        _ToAst(),
-        text,
-        file,
-        RuleSyntaxError,
-        _TERMINAL_WORDS,
-        _hint,
-        max_nesting=RULE_MAX_NESTING,
-        nesting_advice="split the rule into smaller rules",
-    )
+    try:
+        header, rules, raw_tests = parse_to_ast(
+            _lark(),
+            _ToAst(),
+            text,
+            file,
+            RuleSyntaxError,
+            _TERMINAL_WORDS,
+            _hint,
+            max_nesting=RULE_MAX_NESTING,
+            nesting_advice="split the rule into smaller rules",
+        )
+    except RuleSyntaxError as err:
+        before = (err.source_line() or "")[: err.col - 1]
+        if err.message == "unexpected character '{'" and re.search(r"\btest\s+\S+\s*$", before):
+            err.message = (
+                "this test block has no closing '}' (inside a test, '}' may only appear "
+                "in a comment)"
+            )
+            err.args = (err.message,)
+        raise
     lines = text.splitlines()
     rules = tuple(
         ast.RuleDecl(**{**r.__dict__, "doc": _doc_above(lines, r.pos.line)}) for r in rules
@@ -244,7 +301,21 @@ def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
         ruleset, ruleset_pos = str(header), _pos(header)
     else:
         ruleset, ruleset_pos = Path(file).stem, None
-    return ast.RulesFile(file, ruleset, ruleset_pos, rules, text)
+    from eqsat.rules.testblock import parse_test
+
+    tests: dict[str, ast.TestDecl] = {}
+    for raw in raw_tests:
+        if raw.name in tests:
+            first = tests[raw.name].pos
+            raise DuplicateTestError(
+                f"test '{raw.name}' is already defined at {file}:{first.line}:{first.col}",
+                file,
+                raw.pos.line,
+                raw.pos.col,
+                text,
+            )
+        tests[raw.name] = parse_test(raw, file, text)
+    return ast.RulesFile(file, ruleset, ruleset_pos, rules, text, tuple(tests.values()))
 
 
 def parse_rules_file(path: str | Path) -> ast.RulesFile:
