@@ -32,6 +32,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-o", "--output", metavar="OUT.asm", help="write the assembly here (default: stdout)"
     )
+    p.add_argument(
+        "--emit",
+        choices=("asm", "mlir-accel", "mlir", "mlir-tiled"),
+        default="asm",
+        help="what to write: hwsim assembly (default), or mlir-accel: the same program as "
+        "MLIR in the accel dialect (backend/mlir_accel/accel.irdl.mlir), or mlir: the "
+        "extracted graph as one func.func in upstream dialects (linalg, tensor, arith, "
+        "math) for IREE or any MLIR pipeline (backend/mlir/), or mlir-tiled: the same with the "
+        "GEMM tiles extraction chose as scf.for loops",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,6 +64,15 @@ def graph_for_target(args: argparse.Namespace, graph, bindings=None, params=None
     return result.graph, hw, result
 
 
+def emitted_text(emit: str, compiled, name: str) -> str:
+    """The compiled program in the --emit format."""
+    if emit == "mlir-accel":
+        from backend.mlir_accel import emit_accel_mlir
+
+        return emit_accel_mlir(compiled.program, name)
+    return compiled.asm
+
+
 def run(args: argparse.Namespace) -> int:
     from backend import compile_graph
 
@@ -61,12 +80,15 @@ def run(args: argparse.Namespace) -> int:
     graph = loaded.graph
     lowered, hw, result = graph_for_target(args, graph, params=loaded.params)
     quant = result.quant if result is not None else None
+    if args.emit in ("mlir", "mlir-tiled"):
+        return _write_mlir(args, loaded, lowered, quant)
     compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
     fp = compiled.footprint
+    text = emitted_text(args.emit, compiled, lowered.name)
     if args.output:
-        write_atomic(args.output, compiled.asm)
+        write_atomic(args.output, text)
     else:
-        sys.stdout.write(compiled.asm)
+        sys.stdout.write(text)
     out = sys.stderr if not args.output else sys.stdout
     n_main = sum(1 for k in compiled.kernels if k.role == "main")
     print(
@@ -94,5 +116,41 @@ def run(args: argparse.Namespace) -> int:
             path = quant_cli.write_params(quant, lowered, args.output)
             print(f"wrote the quantized params (program inputs) to {path}", file=out)
     if args.output:
-        print(f"wrote assembly to {args.output}", file=out)
+        print(f"wrote {'assembly' if args.emit == 'asm' else args.emit} to {args.output}", file=out)
+    return 0
+
+
+def _write_mlir(args: argparse.Namespace, loaded, lowered, quant) -> int:
+    """--emit mlir / mlir-tiled: the extracted graph as upstream MLIR (no hwsim lowering)."""
+    from backend.mlir import MlirEmitError, emit_mlir, statement_locations
+    from eqsat.errors import UserError
+
+    try:
+        module = emit_mlir(
+            lowered,
+            locations=statement_locations(loaded.model),
+            source=args.model,
+            consts=quant.all_params if quant else None,
+            tiled=args.emit == "mlir-tiled",
+        )
+    except MlirEmitError as err:
+        raise UserError(f"{args.model}: cannot emit MLIR: {err}") from None
+    if args.output:
+        write_atomic(args.output, module.text)
+    else:
+        sys.stdout.write(module.text)
+    out = sys.stderr if not args.output else sys.stdout
+    print(
+        f"{lowered.name}: func.func @{module.func} with {len(module.args)} arguments, "
+        f"{len(module.results)} results, {module.text.count(chr(10))} lines of MLIR",
+        file=out,
+    )
+    if quant is not None:
+        for line in quant_cli.summary_lines(quant, lowered):
+            print(line, file=out)
+        if args.output:
+            path = quant_cli.write_params(quant, lowered, args.output)
+            print(f"wrote the quantized params (function arguments) to {path}", file=out)
+    if args.output:
+        print(f"wrote MLIR to {args.output}", file=out)
     return 0

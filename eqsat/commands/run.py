@@ -8,7 +8,7 @@ import numpy as np
 
 from eqsat.commands.common import bindings_from_args, load_model_from_args
 from eqsat.fileio import save_arrays
-from eqsat.flags import add_allow_extra_flag, add_dim_flag, seed
+from eqsat.flags import UsageError, add_allow_extra_flag, add_dim_flag, seed
 from eqsat.interpreter import evaluate
 from eqsat.ir.types import dtype_of_array
 
@@ -37,7 +37,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="write the inputs and params used, to run another model on the same values",
     )
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs here")
+    p.add_argument(
+        "--backend",
+        choices=("interpreter", "iree"),
+        default="interpreter",
+        help="interpreter: the numpy reference (default); iree: emit the model as MLIR "
+        "(backend/mlir), compile it with IREE for this CPU and run it, reporting wall time "
+        "(needs the [iree] extra)",
+    )
+    p.add_argument(
+        "--mlir",
+        metavar="FILE.mlir",
+        help="with --backend iree: run this MLIR (written by `eqsat compile --emit mlir`, "
+        "e.g. the optimized program) instead of the model as written; its arguments are "
+        "fed by name",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_repeats,
+        default=10,
+        metavar="N",
+        help="with --backend iree: run N times and report the fastest (default 10)",
+    )
     p.set_defaults(func=run)
+
+
+def _repeats(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000000, got '{text}'")
+    return int(text)
 
 
 def describe(name: str, value: np.ndarray) -> str:
@@ -58,7 +86,14 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_model_from_args(args)
     graph = loaded.graph
     bindings = bindings_from_args(args, loaded)
-    outputs = evaluate(graph, bindings)
+    if args.mlir and args.backend != "iree":
+        raise UsageError("--mlir runs through IREE: add --backend iree")
+    if args.backend == "iree":
+        from eqsat.iree_run import run_with_iree
+
+        outputs, timing = run_with_iree(graph, bindings, args.mlir, args.repeat)
+    else:
+        outputs, timing = evaluate(graph, bindings), None
     if loaded.onnx is not None:  # by ONNX name, in the ONNX output types
         outputs = loaded.onnx.results(outputs)
     if args.save_inputs:
@@ -68,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {graph.name}: {len(outputs)} output{'s' if len(outputs) != 1 else ''}")
     for name, value in outputs.items():
         print(describe(name, value))
+    if timing is not None:
+        print(timing)
     if args.save_inputs:
         print(f"wrote inputs and params to {args.save_inputs}")
     if args.output:

@@ -1,0 +1,73 @@
+"""One instruction of every ISA kind, each field away from its default, in a program
+whose DMA ops address declared buffers: what the dialect must carry without loss."""
+
+from __future__ import annotations
+
+from hwsim.isa import (
+    Binary,
+    Buffer,
+    Custom,
+    DramRef,
+    Gather,
+    Instr,
+    Kernel,
+    Load,
+    Matmul,
+    Move,
+    Program,
+    Reduce,
+    Requantize,
+    Select,
+    Store,
+    Tile,
+    Transpose,
+    Unary,
+)
+
+A = Tile("sram", 0, 16, 16, "f32")
+B = Tile("sram", 1024, 16, 16, "bf16", stride=32)
+ACC = Tile("acc", 64, 16, 16, "i32")
+Q = Tile("sram", 4096, 16, 16, "i8")
+COL = Tile("sram", 8192, 16, 1, "i32")
+ROW = Tile("sram", 8256, 1, 16, "f32")
+DEPS = {"wait": ("k0.l0", 'odd "name"\\'), "signal": ("s0", "s1")}
+
+SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
+    Kernel: (Kernel(name="softmax.n3", **DEPS),),
+    Load: (Load(dst=A, src=DramRef("x", 16, 16, 16, 64), **DEPS),),
+    Gather: (Gather(dst=A, src=DramRef("table", 0, 100, 16, 16), index=COL, **DEPS),),
+    Store: (Store(dst=DramRef("y.out", 3, 16, 16, 20), src=A, **DEPS),),
+    Matmul: (Matmul(acc=ACC, a=Q, b=Q, mode="accumulate", **DEPS),),
+    Move: (Move(dst=A, src=ACC, act="relu", **DEPS),),
+    Unary: (
+        Unary(op="gelu_erf", dst=A, src=B, **DEPS),
+        Unary(op="scale", dst=A, src=A, imm=1e-05, **DEPS),
+    ),
+    Binary: (
+        Binary(op="xor", dst=A, a=ROW, b=A, bcast="row", **DEPS),
+        Binary(op="max", dst=A, a=A, imm=float("-inf"), **DEPS),
+    ),
+    Select: (
+        Select(dst=A, cond=Q, a=A, b=B, **DEPS),
+        Select(dst=A, cond=Q, imm_a=float("inf"), imm_b=-0.0, **DEPS),
+    ),
+    Reduce: (Reduce(op="max", dst=COL, src=A, **DEPS),),
+    Transpose: (Transpose(dst=B, src=B, **DEPS),),
+    Requantize: (
+        Requantize(
+            dst=Q, src=ACC, multiplier=1 << 30, shift=37, zero_point=-3, rounding="away", **DEPS
+        ),
+    ),
+    Custom: (Custom(name="swiglu", dst=A, srcs=(A, ROW, COL), **DEPS),),
+}
+
+BUFFERS = (
+    Buffer("x", "f32", (64, 64), "input"),
+    Buffer("table", "f32", (100, 16), "input"),
+    Buffer("y.out", "bf16", (20, 20), "output"),
+    Buffer("scratch.i8", "i8", (4096,), "scratch"),
+)
+
+
+def sample_program() -> Program:
+    return Program(BUFFERS, tuple(ins for group in SAMPLES.values() for ins in group))
