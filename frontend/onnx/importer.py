@@ -39,6 +39,8 @@ _NEVER_FOLD = frozenset(
         "RandomUniformLike",
         "Multinomial",
         "Bernoulli",
+        # int8 weights stay int8 (params) so that int8 kernels can use them
+        "DequantizeLinear",
     }
 )
 # Metadata key prefix for dimension defaults (written by eqsat.from_torch).

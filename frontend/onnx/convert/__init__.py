@@ -142,5 +142,6 @@ from frontend.onnx.convert import (  # noqa: E402, F401
     elementwise,
     linalg,
     nn,
+    quant,
     tensor,
 )
