@@ -10,46 +10,24 @@ layers in under 10 s on a 2-core machine, with time growing no faster than linea
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import sys
 import time
 from pathlib import Path
 
 from eqsat.pipeline import optimize
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
-from frontend import ast, check_model, parse_model_file
+from frontend import check_model
 from hwsim.hardware import load_hardware
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blocks import stacked as stack_layers
 
 LAYER = Path(__file__).resolve().parents[1] / "examples" / "bert_layer.model"
 
 
-def _rename_expr(e: ast.Expr, names: dict[str, str]) -> ast.Expr:
-    if isinstance(e, ast.Ref):
-        return ast.Ref(names.get(e.name, e.name))
-    return dataclasses.replace(e, args=tuple(_rename_expr(a, names) for a in e.args))
-
-
-def stacked(depth: int) -> ast.Model:
-    """`depth` BERT layers, each with its own weights, the output of one the input of the next."""
-    layer = parse_model_file(LAYER)
-    items: list[ast.Item] = [i for i in layer.items if isinstance(i, ast.DimDecl)]
-    items += [i for i in layer.items if isinstance(i, ast.LeafDecl) and i.kind == "input"]
-    current = "x"
-    for k in range(depth):
-        names = {"x": current}
-        for item in layer.items:
-            if isinstance(item, ast.LeafDecl | ast.ConstDecl | ast.Assign) and item.name != "x":
-                names[item.name] = f"{item.name}_{k}"
-        for item in layer.items:
-            if (isinstance(item, ast.LeafDecl) and item.kind == "param") or isinstance(
-                item, ast.ConstDecl
-            ):
-                items.append(dataclasses.replace(item, name=names[item.name]))
-            elif isinstance(item, ast.Assign):
-                items.append(ast.Assign(names[item.name], _rename_expr(item.expr, names)))
-        current = names["y"]
-    items.append(ast.Assign("y", ast.Ref(current)))
-    items.append(ast.OutputDecl(("y",)))
-    return ast.Model(f"bert_x{depth}", tuple(items))
+def stacked(depth: int):
+    """`depth` BERT layers, each with its own weights (bench/blocks.py stacks any layer)."""
+    return stack_layers(LAYER, depth)
 
 
 def main() -> None:

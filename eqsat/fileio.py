@@ -36,12 +36,22 @@ def current_umask() -> int:
     return mask
 
 
+def is_special_file(path: Path) -> bool:
+    """A device or a pipe: something that exists but is neither a file nor a folder."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
 def write_atomic(path: str | Path, data: bytes | str) -> None:
     """Write `data` to a temporary file beside `path`, then rename it over `path`: the
     file is whole or absent. It gets the mode a plain open() would (0666 & ~umask);
     mkstemp alone would leave it 0600."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if is_special_file(path):
+        # a device or a pipe (-o /dev/null, -o /dev/stdout): written to, never replaced
+        with open(path, "wb") as f:
+            f.write(payload)
+        return
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise UserError(f"{path}: cannot write: directory '{directory}' does not exist")
@@ -234,7 +244,8 @@ def write_model_files(path: str | Path, text: str, arrays: Mapping[str, np.ndarr
     """Model text at `path` and its arrays (if any) at NAME.params.npz, both written
     whole or not at all (the arrays are staged first, then both are renamed)."""
     path = Path(path)
-    if not arrays:
+    if not arrays or is_special_file(path):
+        # a device or a pipe (-o /dev/null) takes the text; no NAME.params.npz beside it
         write_atomic(path, text)
         return None
     params_path = params_file_for(path)

@@ -69,8 +69,27 @@ class TensorTooLargeError(UserError):
     pass
 
 
+def available_memory() -> int:
+    """Bytes this process could still allocate: MemAvailable where /proc says it, else
+    half the machine's RAM (EQSAT_MAX_MODEL_BYTES overrides)."""
+    explicit = os.environ.get("EQSAT_MAX_MODEL_BYTES")
+    if explicit:
+        return int(explicit)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    from eqsat.budget import machine_memory
+
+    return machine_memory() // 2 or 8 << 30
+
+
 def check_sizes(graph: Graph) -> None:
-    """Refuse, before any work, a graph whose live tensors exceed MAX_TENSOR_BYTES."""
+    """Refuse, before any work, a graph whose live tensors exceed MAX_TENSOR_BYTES, or
+    whose inputs and params together exceed the memory this machine has available."""
     live = graph.live()
     for i, node in graph:
         if live[i] and node.type.nbytes > MAX_TENSOR_BYTES:
@@ -80,6 +99,15 @@ def check_sizes(graph: Graph) -> None:
                 f"interpreter stops at {MAX_TENSOR_BYTES / 2**30:.1f} GiB per tensor "
                 "(bind smaller dimensions with --dim, or raise EQSAT_MAX_TENSOR_BYTES)"
             )
+    leaves = sum(n.type.nbytes for _, n in graph.inputs + graph.params)
+    free = available_memory()
+    if leaves > free:
+        raise TensorTooLargeError(
+            f"model {graph.name}: its inputs and params take {leaves / 2**30:,.1f} GiB, more "
+            f"than the {free / 2**30:,.1f} GiB this machine has available, so it cannot be "
+            "run here; optimize, compile and roofline work from its shapes alone (bind "
+            "smaller dimensions with --dim to run it, or set EQSAT_MAX_MODEL_BYTES)"
+        )
 
 
 def evaluate_nodes(graph: Graph, bindings: Mapping[str, np.ndarray]) -> list[np.ndarray | None]:

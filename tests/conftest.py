@@ -3,6 +3,7 @@ and `tests.strategies` import without installing the package."""
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.model"))
+
+# The compile cache of the tests' own runs: a fresh directory, never the user's.
+os.environ["EQSAT_CACHE_DIR"] = tempfile.mkdtemp(prefix="eqsat-test-cache-")
 
 settings.register_profile(
     "default",
@@ -30,3 +34,19 @@ settings.load_profile(
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def dask_address():
+    """The address of a 2-worker Dask LocalCluster shared by the tests of --scheduler
+    (started once: about 3 s)."""
+    distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
+    import logging
+
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
+    )
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()

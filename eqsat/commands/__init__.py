@@ -5,6 +5,7 @@ from eqsat.commands import (
     compile,
     diff,
     explain,
+    explore,
     import_model,
     ops,
     optimize,
@@ -30,6 +31,7 @@ COMMANDS = [
     profile,
     roofline,
     explain,
+    explore,
     diff,
     verify_rules,
 ]

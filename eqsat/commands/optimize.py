@@ -6,7 +6,12 @@ import argparse
 import json
 import sys
 
+from eqsat.blocks import optimize_blockwise, plan_blocks
+from eqsat.blocks.describe import report_json as block_report_json
+from eqsat.blocks.describe import summary_lines as block_summary_lines
+from eqsat.blocks.scheduler import dask_client
 from eqsat.budget import default_memory_limit, parse_size
+from eqsat.commands.block_flags import add_block_flags, cache_from_args
 from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
 from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
 from eqsat.extract.result import OUT_OF_TIME
@@ -85,6 +90,7 @@ def add_optimize_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print no progress")
     add_quant_flags(p)
+    add_block_flags(p)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -156,18 +162,36 @@ def optimize_from_args(
         f"optimizing {graph.name} for {hw.name}: {len(rules.names)} rules in "
         f"{len(rules.rulesets)} rulesets ({', '.join(rules.rulesets)})"
     )
-    result = optimize(
-        quant.plan.graph if quant else graph,
-        rules,
-        hw,
-        limits,
-        extractor=args.extract,
-        ilp_time_limit=args.ilp_time_limit,
-        progress=progress,
-        keep_egraph=keep_egraph,
-        facts=quant.plan.seeds if quant else "",
-        baseline=graph,
-    )
+    plan = None
+    if not quant and not keep_egraph and not getattr(args, "no_blocks", True):
+        plan = plan_blocks(graph, rules.nestings)
+    if plan is not None and plan.repeats:
+        with dask_client(getattr(args, "scheduler", None)) as client:
+            result = optimize_blockwise(
+                graph,
+                plan,
+                rules,
+                hw,
+                limits,
+                extractor=args.extract,
+                ilp_time_limit=args.ilp_time_limit,
+                progress=progress,
+                cache=cache_from_args(args),
+                scheduler=client,
+            )
+    else:
+        result = optimize(
+            quant.plan.graph if quant else graph,
+            rules,
+            hw,
+            limits,
+            extractor=args.extract,
+            ilp_time_limit=args.ilp_time_limit,
+            progress=progress,
+            keep_egraph=keep_egraph,
+            facts=quant.plan.seeds if quant else "",
+            baseline=graph,
+        )
     if quant:
         quant_cli.measure(quant, graph, result.graph)
         result.quant = quant
@@ -204,12 +228,20 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
         f"model roofline: {roof.cycles:,} cycles ({roof.bound}-bound: the model's work "
         "at peak rate; shares above are of the estimates)"
     )
-    lines.append(
-        f"e-graph: {result.egraph_nodes:,} e-nodes"
-        + (f" in {result.egraph_classes:,} e-classes" if result.egraph_classes else "")
-        + " after "
-        f"{len(sat.iterations)} rounds; stopped: {sat.describe_stop()}"
-    )
+    if result.blocks is not None:
+        rounds = max((o.rounds for o in result.blocks.outcomes.values()), default=0)
+        lines.append(
+            f"e-graphs: {result.egraph_nodes:,} e-nodes in {result.egraph_classes:,} "
+            f"e-classes over the distinct blocks, up to {rounds} rounds; stopped: "
+            f"{sat.describe_stop()}"
+        )
+    else:
+        lines.append(
+            f"e-graph: {result.egraph_nodes:,} e-nodes"
+            + (f" in {result.egraph_classes:,} e-classes" if result.egraph_classes else "")
+            + " after "
+            f"{len(sat.iterations)} rounds; stopped: {sat.describe_stop()}"
+        )
     ext = result.extraction
     if ext.status == OUT_OF_TIME:
         lines.append(
@@ -228,6 +260,8 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
         lines.append("rules that fired most: " + ", ".join(f"{k} ({v})" for k, v in top))
     if result.quant is not None:
         lines += quant_cli.summary_lines(result.quant, result.graph)
+    if result.blocks is not None:
+        lines += block_summary_lines(result.blocks, result.original)
     t = result.times
     lines.append(
         f"time: saturate {t['saturate']:.2f} s, extract {t['extract']:.2f} s, total {t['total']:.2f} s"
@@ -267,6 +301,8 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
         "rules_fired": dict(sorted(sat.rules_fired.items())),
         "time_s": {k: round(v, 6) for k, v in result.times.items()},
     }
+    if result.blocks is not None:
+        out["blocks"] = block_report_json(result.blocks, result.original)
     if result.quant is not None:
         out["sqnr_db"] = quant_cli.json_sqnr(result.quant.sqnr)
         out["quantization"] = quant_cli.report(result.quant, result.graph)

@@ -56,7 +56,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="S",
-        help="ILP time limit in seconds (default 60); greedy's answer is kept on timeout",
+        help=(
+            "ILP time limit in seconds (default 60); at the limit the best answer found "
+            "(never worse than greedy's) is returned with its optimality gap"
+        ),
     )
     parser.add_argument(
         "--json", action="store_true", help='print {"cost": ..., "nodes": [...], ...}'
@@ -72,6 +75,12 @@ def run_extract(
     err = err or sys.stderr
     try:
         egraph = EGraph.load(args.egraph)
+        if egraph.missing_roots and not args.root:
+            print(
+                f"eqsat extract: warning: root class(es) {list(egraph.missing_roots)} of "
+                f"{egraph.source} name no e-class; extracting the other roots",
+                file=err,
+            )
         result = extract(egraph, args.extractor, args.root or None, time_limit=args.time_limit)
     except (EGraphFormatError, UnknownClassError) as exc:
         print(f"eqsat extract: error: {exc}", file=err)
@@ -97,6 +106,8 @@ def _as_json(result: Extraction) -> dict[str, Any]:
         "status": result.status,
         "detail": result.detail,
         "seconds": result.seconds,
+        "lower_bound": result.lower_bound,
+        "gap": result.gap,
     }
 
 
@@ -109,6 +120,8 @@ def _as_text(egraph: EGraph, result: Extraction) -> str:
         f"nodes:     {len(result.choice)} chosen",
         f"time:      {result.seconds:.3f} s",
     ]
+    if result.gap is not None:
+        lines.append(f"gap:       {result.gap:.4%} (lower bound {result.lower_bound:g})")
     if result.detail:
         lines.append(f"detail:    {result.detail}")
     return "\n".join(lines) + "\n"

@@ -58,6 +58,7 @@ class EGraph:
         roots: Sequence[int],
         class_data: Mapping[str, Any],
         source: str,
+        missing_roots: Sequence[str] = (),
     ) -> None:
         self.node_ids: tuple[str, ...] = tuple(node_ids)
         self.ops: tuple[str, ...] = tuple(ops)
@@ -70,6 +71,8 @@ class EGraph:
         self.roots: tuple[int, ...] = tuple(int(r) for r in roots)
         self.class_data: dict[str, Any] = dict(class_data)
         self.source = source
+        #: Root class ids the file named that no node belongs to (dropped from ``roots``).
+        self.missing_roots: tuple[str, ...] = tuple(missing_roots)
         self.class_index: dict[str, int] = {c: i for i, c in enumerate(self.class_ids)}
 
     # ------------------------------------------------------------------ sizes
@@ -145,6 +148,11 @@ class EGraph:
         """
         if self.roots:
             return list(self.roots)
+        if self.missing_roots:
+            raise NoTermError(
+                f"{self.source}: no root class has a node (root class(es) "
+                f"{list(self.missing_roots)} name no e-class of the file)"
+            )
         lets = [
             self.class_index[c]
             for c, data in self.class_data.items()
@@ -216,7 +224,7 @@ class EGraph:
 
     def with_roots(self, roots: Iterable[str]) -> EGraph:
         """Same graph with the given root class ids stored."""
-        return self._replace(roots=sorted({self.class_of(r) for r in roots}))
+        return self._replace(roots=sorted({self.class_of(r) for r in roots}), missing_roots=())
 
     def _replace(self, **changes: Any) -> EGraph:
         fields = {
@@ -231,6 +239,7 @@ class EGraph:
             "roots": self.roots,
             "class_data": self.class_data,
             "source": self.source,
+            "missing_roots": self.missing_roots,
         }
         fields.update(changes)
         return EGraph(**fields)
@@ -354,11 +363,10 @@ def assemble(
                 )
             flat.append(class_index[k])
         ptr[i + 1] = len(flat)
-    root_idx = []
-    for r in roots:
-        if r not in class_index:
-            raise EGraphFormatError(source, f"root class {r!r} has no nodes")
-        root_idx.append(class_index[r])
+    # A root that names no class is kept aside, not fatal: extraction-gym's lean-egg
+    # files name non-canonical root ids; the other roots can still be extracted.
+    root_idx = [class_index[r] for r in roots if r in class_index]
+    missing_roots = [r for r in dict.fromkeys(roots) if r not in class_index]
     return EGraph(
         node_ids=node_ids,
         ops=ops,
@@ -371,4 +379,5 @@ def assemble(
         roots=sorted(set(root_idx)),
         class_data=class_data,
         source=source,
+        missing_roots=missing_roots,
     )

@@ -12,6 +12,10 @@ acyclic by construction, whatever cycles the e-graph has.
 
 Selected DAGs are sets of classes held as Python-int bitsets indexed by settle rank
 (bit r = the r-th settled class), so unions and differences are word operations.
+
+Each class's DAG is priced on its own, so ties between candidates are broken blind to
+what the rest of the extraction shares; ``improve`` then swaps single nodes while the
+whole DAG from the roots gets cheaper (herbie/2232 of extraction-gym: 4544 -> 3072).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 from eqsat.extract.dag import build_extraction
 from eqsat.extract.egraph import EGraph
 from eqsat.extract.errors import NoTermError
+from eqsat.extract.improve import improve_choice
 from eqsat.extract.result import HEURISTIC, Extraction
 
 # Below this many set bits, summing weights bit by bit beats a trip through numpy.
@@ -45,6 +50,7 @@ def greedy_extract(
     missing = [egraph.class_ids[r] for r in root_idx if choice[r] < 0]
     if missing:
         raise NoTermError(f"{egraph.source}: no finite acyclic term for root class(es) {missing}")
+    choice = improve_choice(egraph, choice, root_idx, tick=tick)
     return build_extraction(
         egraph,
         choice,

@@ -14,7 +14,7 @@ only edges inside a non-trivial component need acyclicity constraints.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,8 +38,11 @@ class Pruned:
     removed: dict[str, int] = field(default_factory=dict)
 
 
-def prune(egraph: EGraph, roots: Sequence[int]) -> Pruned:
-    """Nodes and classes an optimal extraction from ``roots`` may need (see module doc)."""
+def prune(egraph: EGraph, roots: Sequence[int], protect: Iterable[int] = ()) -> Pruned:
+    """Nodes and classes an optimal extraction from ``roots`` may need (see module doc).
+
+    ``protect``: nodes never dropped as dominated (a known solution, such as greedy's,
+    stays a feasible point of the pruned problem and so can be the solver's start)."""
     removed: dict[str, int] = {}
     kids = egraph.child_sets
     node_class = egraph.node_class.tolist()
@@ -57,7 +60,7 @@ def prune(egraph: EGraph, roots: Sequence[int]) -> Pruned:
     removed["no_acyclic_term"] = before - sum(keep)
 
     before = sum(keep)
-    keep = _without_dominated(egraph, keep)
+    keep = _without_dominated(egraph, keep, set(protect))
     removed["dominated"] = before - sum(keep)
 
     before = sum(keep)
@@ -92,8 +95,9 @@ def _with_acyclic_terms(egraph: EGraph, keep: list[bool]) -> list[bool]:
     return [keep[n] and pending[n] == 0 for n in range(egraph.n_nodes)]
 
 
-def _without_dominated(egraph: EGraph, keep: list[bool]) -> list[bool]:
-    """Drop a node when a kept sibling costs no more and uses a subset of its children."""
+def _without_dominated(egraph: EGraph, keep: list[bool], protect: set[int]) -> list[bool]:
+    """Drop a node when a kept sibling costs no more and uses a subset of its children
+    (nodes in ``protect`` are kept)."""
     kids = egraph.child_sets
     costs = egraph.costs.tolist()
     out = list(keep)
@@ -106,7 +110,8 @@ def _without_dominated(egraph: EGraph, keep: list[bool]) -> list[bool]:
         seen: set[tuple[int, ...]] = set()
         for n in live:
             mine = kids[n]
-            if mine in seen or any(k <= set(mine) for k in keepers[:_DOMINANCE_WINDOW]):
+            dominated = mine in seen or any(k <= set(mine) for k in keepers[:_DOMINANCE_WINDOW])
+            if dominated and n not in protect:
                 out[n] = False
                 continue
             seen.add(mine)

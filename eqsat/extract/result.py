@@ -28,6 +28,17 @@ class Extraction:
     status: str
     detail: str = ""
     seconds: float = 0.0
+    #: A proven lower bound on the optimum (ILP); equals ``dag_cost`` when proved optimal.
+    lower_bound: float | None = None
+
+    @property
+    def gap(self) -> float | None:
+        """Relative optimality gap (dag_cost - lower_bound) / |dag_cost|; None if unknown."""
+        if self.lower_bound is None:
+            return None
+        if self.dag_cost == self.lower_bound:
+            return 0.0
+        return (self.dag_cost - self.lower_bound) / max(abs(self.dag_cost), 1e-12)
 
     @property
     def nodes(self) -> list[str]:

@@ -77,3 +77,26 @@ def test_runs_as_module() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["cost"] == 9.0
+
+
+def test_ilp_reports_its_gap_and_lower_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([SHARED, "--extractor", "ilp", "--json"]) == EXIT_OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["gap"] == 0.0 and data["lower_bound"] == 7.0
+    assert main([SHARED, "--extractor", "ilp"]) == EXIT_OK
+    assert "gap:       0.0000% (lower bound 7)" in capsys.readouterr().out
+
+
+def test_root_ids_naming_no_class_are_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "roots.json"
+    node = {"op": "a", "eclass": "A", "children": [], "cost": 1}
+    path.write_text(json.dumps({"nodes": {"a": node}, "root_eclasses": ["A", "Z"]}))
+    assert main([str(path), "--json"]) == EXIT_OK
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["roots"] == ["A"]
+    assert "root class(es) ['Z']" in captured.err and "warning" in captured.err
+    path.write_text(json.dumps({"nodes": {"a": node}, "root_eclasses": ["Z"]}))
+    assert main([str(path)]) == EXIT_NO_TERM
+    assert "no root class has a node" in capsys.readouterr().err

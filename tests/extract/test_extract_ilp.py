@@ -124,7 +124,7 @@ def test_isolated_solver_process_gives_the_same_answer() -> None:
 
 def test_hard_deadline_kills_the_solver_process() -> None:
     g = load_egraph(DATA / "shared_subterm.json")
-    model = _Model(g, prune(g, list(g.roots)), list(g.roots), upper=9.0)
+    model = _Model(g, prune(g, list(g.roots)), list(g.roots))
     out = _solve_in_child(model.problem, {"time_limit": 10.0}, deadline=0.01)
     assert out.status == KILLED and out.x is None
     assert "hard deadline" in out.message

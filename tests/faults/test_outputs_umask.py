@@ -72,3 +72,33 @@ def test_commands_outputs_honor_the_umask(tmp_path, umask, capsys):
     capsys.readouterr()
     for path in outputs.values():
         assert mode(path) == 0o666 & ~umask, path.name
+
+
+def test_write_atomic_writes_into_a_pipe_rather_than_replacing_it(tmp_path):
+    # `-o /dev/null` or a named pipe: renaming a temporary file over it would replace
+    # the device with a regular file (for every program on the machine).
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_atomic(fifo, "through the pipe\n")
+    reader.join(timeout=10)
+    assert got == [b"through the pipe\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_model_written_to_dev_null_leaves_no_params_file_in_dev(tmp_path, capsys):
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    import threading
+
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_model_files(fifo, "model m {}\n", {"w": np.zeros(3, np.float32)})
+    reader.join(timeout=10)
+    assert got == [b"model m {}\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
