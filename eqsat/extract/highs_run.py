@@ -129,10 +129,35 @@ def _highs_model(problem: MilpProblem) -> highspy.HighsLp:
     return lp
 
 
+_BANNER_SHOWN = False
+
+
+def _new_highs() -> Any:
+    """A Highs instance, quiet. HiGHS 1.16 prints a banner on the process's stdout (fd 1)
+    the first time one is constructed, before any option can turn output off: that
+    first construction runs with fd 1 pointed at /dev/null (the child process's frames
+    and eqsat's own output go to stdout)."""
+    global _BANNER_SHOWN
+    if _BANNER_SHOWN:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        highs = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    _BANNER_SHOWN = True
+    return highs
+
+
 def _solve(
     problem: MilpProblem, options: dict[str, Any], on_incumbent: IncumbentSink | None = None
 ) -> MilpOutcome:
-    highs = highspy.Highs()
+    highs = _new_highs()
     highs.setOptionValue("output_flag", False)
     for name, value in options.items():
         highs.setOptionValue(name, value)
