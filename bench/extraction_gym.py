@@ -14,7 +14,8 @@ downloaded here). Every file is extracted in-process (no CLI start-up per file) 
 Every answer is judged by eqsat.extract.check (reads the raw JSON, shares no code with
 the extractors). "Best known" per file is the cheapest valid answer of the three (an
 ILP answer proved optimal is the optimum). Files with negative costs (maxsat) are
-refused and counted: the extractors assume costs >= 0. Root ids that name no class
+extracted like the others (greedy gives a valid answer, the ILP's model uses a class
+only where a chosen node needs it). Root ids that name no class
 (most lean-egg files) are dropped as ``eqsat extract`` drops them; a file left with
 no root is counted, not extracted.
 
@@ -172,10 +173,8 @@ def run_file(
     start = time.perf_counter()
     data = json.loads(path.read_text(encoding="utf-8"))
     negative = _negative_costs(data)
-    if negative:
-        row.status = "refused_negative_cost"
-        row.note = f"{negative} nodes with a negative cost; the extractors assume costs >= 0"
-        return row
+    if negative:  # maxsat: rewards; the ILP uses a class only where a chosen node needs it
+        row.note = f"{negative} nodes with a negative cost"
     try:
         egraph = EGraph.from_json_dict(data, source=str(rel))
         row.nodes, row.classes = egraph.n_nodes, egraph.n_classes

@@ -214,11 +214,11 @@ class EGraph:
                 raise EGraphFormatError(
                     self.source, f"expected {self.n_nodes} costs, got shape {new.shape}"
                 )
-            bad = np.isnan(new) | (new < 0)
+            bad = np.isnan(new) | (new == -np.inf)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise EGraphFormatError(
-                    self.source, f"node {self.node_ids[i]!r}: cost {new[i]} is not >= 0"
+                    self.source, f"node {self.node_ids[i]!r}: cost {new[i]} is not a number or +inf"
                 )
         return self._replace(costs=new)
 
@@ -323,12 +323,15 @@ def _frozen(values: Any, dtype: Any) -> np.ndarray:
 
 
 def check_cost(value: Any, source: str, node: Any) -> float:
-    """A node cost as float; extractors assume costs >= 0 (inf = never choose)."""
+    """A node cost as float: a number, negative allowed (maxsat's e-graphs reward some
+    nodes), +inf = never choose; NaN and -inf are refused."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         raise EGraphFormatError(source, f"node {node!r}: cost must be a number, got {value!r}")
     cost = float(value)
-    if math.isnan(cost) or cost < 0:
-        raise EGraphFormatError(source, f"node {node!r}: cost must be >= 0, got {value!r}")
+    if math.isnan(cost) or cost == -math.inf:
+        raise EGraphFormatError(
+            source, f"node {node!r}: cost must be a number or +inf, got {value!r}"
+        )
     return cost
 
 

@@ -74,7 +74,9 @@ def ilp_extract(
             status=FELL_BACK,
             detail=f"{why}; {size}; greedy cost {greedy.dag_cost:g}",
             seconds=time.perf_counter() - start,
-            lower_bound=min(_root_bound(egraph, root_idx), greedy.dag_cost),
+            lower_bound=None
+            if (egraph.costs < 0).any()
+            else min(_root_bound(egraph, root_idx), greedy.dag_cost),
         )
 
     if res.x is None:
@@ -93,13 +95,15 @@ def ilp_extract(
         )
     except InvalidExtractionError as exc:
         return fall_back(f"HiGHS solution is not a valid DAG ({exc})")
-    if found.dag_cost > greedy.dag_cost * (1 + _COST_SLACK) + _COST_SLACK:
+    if found.dag_cost > greedy.dag_cost + _COST_SLACK * max(1.0, abs(greedy.dag_cost)):
         return fall_back(f"HiGHS solution costs {found.dag_cost:g}, more than greedy")
     if res.status == OPTIMAL_STATUS and res.dual_bound is None:
         lower = found.dag_cost
+    elif (egraph.costs < 0).any():  # no bound from the roots' cheapest nodes then
+        lower = res.dual_bound
     else:  # HiGHS's bound (optimal = within its mip_rel_gap), else the roots' cheapest nodes
         lower = max(res.dual_bound or 0.0, _root_bound(egraph, root_idx))
-    found = replace(found, lower_bound=min(lower, found.dag_cost))
+    found = replace(found, lower_bound=None if lower is None else min(lower, found.dag_cost))
     if res.status == OPTIMAL_STATUS:
         detail = f"proved optimal; {size}; greedy cost {greedy.dag_cost:g}"
     else:
@@ -157,6 +161,18 @@ class _Model:
             members[int(node_class[n])].append(i)
         for c, xs in members.items():
             row([(i, 1.0) for i in xs] + [(class_var[c], -1.0)], 0.0, 0.0)
+        if (egraph.costs[pruned.nodes] < 0).any() if n_x else False:
+            # With negative costs a class must not be chosen for its reward alone: a
+            # class other than a root is used only if a chosen node needs it.
+            needed_by: dict[int, list[int]] = {c: [] for c in pruned.classes}
+            for i, n in enumerate(pruned.nodes):
+                for d in kids[n]:
+                    if d in needed_by:
+                        needed_by[d].append(i)
+            root_set = set(roots)
+            for c, users in needed_by.items():
+                if c not in root_set:
+                    row([(class_var[c], 1.0)] + [(i, -1.0) for i in users], -np.inf, 0.0)
         for i, n in enumerate(pruned.nodes):
             c = int(node_class[n])
             for d in kids[n]:

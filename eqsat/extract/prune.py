@@ -60,7 +60,8 @@ def prune(egraph: EGraph, roots: Sequence[int], protect: Iterable[int] = ()) -> 
     removed["no_acyclic_term"] = before - sum(keep)
 
     before = sum(keep)
-    keep = _without_dominated(egraph, keep, set(protect))
+    if not (egraph.costs < 0).any():  # a superset of children may be cheaper otherwise
+        keep = _without_dominated(egraph, keep, set(protect))
     removed["dominated"] = before - sum(keep)
 
     before = sum(keep)

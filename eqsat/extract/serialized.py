@@ -7,7 +7,7 @@ eclass, cost, subsumed}} with ``subsumed`` (default false) optional; optional
 node id and stands for that node's class.
 
 A file is untrusted input, so it is read strictly: every node states its ``children``
-and a finite, non-negative ``cost`` up to MAX_COST (egglog always writes both; the egraph-serialize
+and a finite ``cost`` of magnitude up to MAX_COST (negative: maxsat's e-graphs) (egglog always writes both; the egraph-serialize
 crate's defaults would hide a truncated or hand-edited file), and the JSON nests at
 most MAX_JSON_NESTING levels (the format needs 4), checked before parsing.
 """
@@ -163,9 +163,11 @@ def parse_json_dict(data: Any, source: str = "<json>") -> EGraph:
         eclasses.append(_as_id(node["eclass"], source, f"{where}: 'eclass'"))
         child_nodes.append([_as_id(k, source, f"{where}: child") for k in kids])
         cost = check_cost(node["cost"], source, nid)
-        if not math.isfinite(cost) or cost > MAX_COST:
+        if not math.isfinite(cost) or abs(cost) > MAX_COST:
             raise EGraphFormatError(
-                source, f"{where}: cost must be a finite number <= {MAX_COST:g}, got {cost}"
+                source,
+                f"{where}: cost must be a finite number from -{MAX_COST:g} to {MAX_COST:g}, "
+                f"got {cost}",
             )
         costs.append(cost)
         subsumed.append(flag)
