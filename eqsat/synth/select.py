@@ -19,11 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
-from hypothesis.errors import HypothesisException
-
 from eqsat.rules import load_rules_text
 from eqsat.synth.derive import Prover
 from eqsat.synth.emit import RULESET, SynthRule, rule_name
@@ -32,7 +27,7 @@ from eqsat.synth.generality import type_preserving
 from eqsat.synth.shapes import Partition
 from eqsat.synth.stability import float_stable
 from eqsat.synth.terms import Term, rename, rule_syntax, size, typing, variables
-from eqsat.verify.check import RuleViolation, _example, _Stats
+from eqsat.verify.check import PASSED, check_direction
 from eqsat.verify.instance import directions
 
 # Hypothesis examples per direction while choosing: as many as `eqsat verify-rules`
@@ -147,32 +142,11 @@ def passes(text: str, seed: int, examples: int = VERIFY_EXAMPLES) -> bool:
     generates here: a failure ends the check at once instead of shrinking a
     counterexample nobody reads (shrinking was most of the time spent)."""
     rules = load_rules_text(f"ruleset {RULESET}\n{text}", "<candidate>")
-    return all(_direction_passes(d, examples, seed) for r in rules for d in directions(r))
-
-
-def _direction_passes(direction, examples: int, seed: int) -> bool:
-    stats = _Stats()
-
-    @hypothesis_seed(seed)
-    @settings(
-        max_examples=examples,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        verbosity=Verbosity.quiet,
-        phases=(Phase.generate,),
+    return all(
+        check_direction(d, examples, seed, shrink=False).status == PASSED
+        for r in rules
+        for d in directions(r)
     )
-    @given(st.data())
-    def prop(data) -> None:
-        _example(direction, data, None, stats)
-
-    try:
-        prop()
-    except RuleViolation:
-        return False
-    except HypothesisException:
-        return False
-    return stats.checked > 0
 
 
 def select(

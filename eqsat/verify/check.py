@@ -84,9 +84,15 @@ class _Stats:
 
 
 def check_direction(
-    direction: Direction, examples: int, seed: int, facts: Facts | None = None
+    direction: Direction,
+    examples: int,
+    seed: int,
+    facts: Facts | None = None,
+    shrink: bool = True,
 ) -> DirectionResult:
-    """Run `examples` hypothesis examples of `direction` (reproducible from `seed`)."""
+    """Run `examples` hypothesis examples of `direction` (reproducible from `seed`).
+    `shrink=False`: a failure ends the check at once, with the counterexample as found
+    (for callers that only need the verdict, such as rule synthesis)."""
     stats = _Stats()
 
     @hypothesis_seed(seed)
@@ -97,7 +103,7 @@ def check_direction(
         derandomize=False,
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
-        phases=(Phase.generate, Phase.shrink),
+        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
         report_multiple_bugs=False,
         print_blob=False,
     )
