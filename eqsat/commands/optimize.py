@@ -9,7 +9,7 @@ import sys
 from eqsat.blocks import optimize_blockwise, plan_blocks
 from eqsat.blocks.describe import report_json as block_report_json
 from eqsat.blocks.describe import summary_lines as block_summary_lines
-from eqsat.blocks.scheduler import dask_client
+from eqsat.blocks.scheduler import dask_client, parse_scheduler
 from eqsat.budget import default_memory_limit, parse_size
 from eqsat.commands.block_flags import add_block_flags, cache_from_args
 from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
@@ -162,6 +162,8 @@ def optimize_from_args(
         f"optimizing {graph.name} for {hw.name}: {len(rules.names)} rules in "
         f"{len(rules.rulesets)} rulesets ({', '.join(rules.rulesets)})"
     )
+    if getattr(args, "scheduler", None):  # a bad spec is an error even where unused
+        parse_scheduler(args.scheduler)
     plan = None
     if not quant and not keep_egraph and not getattr(args, "no_blocks", True):
         plan = plan_blocks(graph, rules.nestings)

@@ -16,6 +16,7 @@ from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from frontend import check_model, parse_model
 from hwsim import load_hardware
 from tests.blocks.models import stacked_model
+from tests.conftest import ROOT
 
 RULES = compile_rule_paths([DEFAULT_RULES_DIR])
 
@@ -136,3 +137,9 @@ def test_scheduler_specs_parse():
     assert parse_scheduler("local")[0] == "local"
     assert parse_scheduler("10.0.0.5:8786") == ("address", "tcp://10.0.0.5:8786")
     assert parse_scheduler("tls://h:1") == ("address", "tls://h:1")
+
+
+def test_a_bad_scheduler_is_an_error_even_when_the_model_has_no_repeats(capsys):
+    mlp = str(ROOT / "examples" / "mlp.model")
+    assert main(["optimize", mlp, "-q", "--scheduler", "local:x"]) == 1
+    assert "--scheduler local:x: the number of local workers" in capsys.readouterr().err
