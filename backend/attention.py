@@ -27,6 +27,7 @@ from eqsat.attention_plan import (
     AttnShape,
     attention_plan,
     key_blocks,
+    op_gemv,
     part_region,
     sram_tiles,
     step_ops,
@@ -39,6 +40,7 @@ from hwsim.isa import Binary, Instr, Matmul, Move, Reduce, Tile, Transpose, Unar
 from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
+from .gemm import gemv_step
 from .space import Operand, dram
 from .views import Value, View
 
@@ -217,7 +219,13 @@ def emit_attention(
                         ref = dram(mo, _at(mo, b["m"], r0, k0), mrows, kn, stride)
                         pairs.append((part("mask", h), ref))
                 gen, _ = pipe.load("kv", pairs)
-                pipe.compute([_instr(op, t, part) for op in ops[(first, last)]])
+                instrs: list[Instr] = []
+                for op in ops[(first, last)]:
+                    if op_gemv(kb.hw, s, op, dims):  # one query row: on the vector unit
+                        instrs += gemv_step(t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
+                    else:
+                        instrs.append(_instr(op, t, part))
+                pipe.compute(instrs)
                 pipe.release(gen)
                 k0 += kn
             pipe.release(qgen)

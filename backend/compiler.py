@@ -61,6 +61,9 @@ class Compiler:
         self.bindings: dict[str, tuple[str | None, tuple[int, ...] | None]] = {}
         self.prepared = prepared_nodes(graph)  # computed at load time (eqsat/weights.py)
         self.prepared_inputs: dict[str, int] = {}  # binding -> node, fed by the host
+        # binding -> (weight node, axes): its integer sums, computed by the host at load
+        # time (a zero-point correction of an int8 product: backend/lower_contract.py)
+        self.prepared_sum_inputs: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._known: dict[int, np.ndarray | None] = {}  # prepared values known now
         self.prefs = layout_prefs(graph, hw, self.prepared)
         self.names: set[str] = set()
@@ -218,6 +221,15 @@ class Compiler:
         self.prepared_inputs[binding] = i
         return self.input_buffer(binding, node.type.dtype.value, node.type.shape, self.prefs.get(i))
 
+    def prepared_sums(self, j: int, axes, label: str) -> View:
+        """An i32 input buffer of the sums of weight node j's values over `axes`, which
+        the host computes when it loads the weights (CompiledProgram.feeds)."""
+        axes = tuple(a % self.graph.nodes[j].type.rank for a in np.atleast_1d(axes))
+        shape = tuple(d for a, d in enumerate(self.graph.nodes[j].type.shape) if a not in axes)
+        binding = self.unique(f"prep.{label}")
+        self.prepared_sum_inputs[binding] = (j, axes)
+        return self.input_buffer(binding, "i32", shape)
+
     def outputs(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for name, i in self.graph.outputs:
@@ -302,6 +314,7 @@ class Compiler:
             footprint=footprint,
             data={**self.graph.used_constants(), **self.data},
             prepared=dict(self.prepared_inputs),
+            prepared_sums=dict(self.prepared_sum_inputs),
         )
 
 

@@ -53,8 +53,10 @@ def emit_matmul(
     tile: tuple[int, int, int],
     zero: Operand | None,
     out_slots: int = 2,
+    gemv: bool = False,
 ) -> None:
-    """out = epilogue(a @ b, leaves...) with Leaf(0) the product (None: just a @ b)."""
+    """out = epilogue(a @ b, leaves...) with Leaf(0) the product (None: just a @ b).
+    `gemv`: the cost model priced it as a matmul (emit_gemm's flag)."""
     batch = out.shape[:-2]
     m, n = out.shape[-2:]
     k = a.shape[-1]
@@ -74,7 +76,8 @@ def emit_matmul(
         acc_dtype(dt),
         out_slots=out_slots,
     )
-    emit_gemm(kb, Gemm(batch, m, n, k, dt, acc_dtype(dt)), tile, a_ld, b_ld, writer, zero)
+    g = Gemm(batch, m, n, k, dt, acc_dtype(dt))
+    emit_gemm(kb, g, tile, a_ld, b_ld, writer, zero, gemv=gemv)
 
 
 @dataclass(frozen=True)

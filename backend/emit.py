@@ -117,15 +117,20 @@ class Pipeline:
         """The slot the next generation of channel `ch` will use."""
         return self.gens.get(ch, 0) % 2
 
-    def load(self, ch: str, pairs: list[tuple[Tile, DramRef]], pend: bool = True):
-        """Load one generation of `ch`; returns (generation, tokens to wait on)."""
+    def load(self, ch: str, pairs: list[tuple[Tile, DramRef] | Instr], pend: bool = True):
+        """Load one generation of `ch`; returns (generation, tokens to wait on). A pair
+        is a (tile, DRAM reference) Load, or a load-queue instruction as it is."""
         if not pairs:
             return None, []
         g = self.gens.get(ch, 0)
         self.gens[ch] = g + 1
         done = self._tok("l", ch, g % 2)
-        for j, (tile, ref) in enumerate(pairs):
+        for j, pair in enumerate(pairs):
             wait = (self._tok("f", ch, g % 2),) if j == 0 and g >= 2 else ()
+            if isinstance(pair, Instr):  # a load-queue instruction of its own (LoadDq)
+                self.kb.emit(dataclasses.replace(pair, wait=wait, signal=(done,)))
+                continue
+            tile, ref = pair
             self.kb.emit(Load(dst=tile, src=ref, wait=wait, signal=(done,)))
         tokens = [done] * len(pairs)
         if pend:

@@ -46,13 +46,9 @@ def _dequantize(args, attrs, dts, out) -> Expr:
 
 
 def _requantize(args, attrs, dts, out) -> Expr:
-    zp = int(attrs["zero_point"])
-    if out == "i8":
-        mult, shift = requant_params(float(attrs["scale"]))
-        return Requant(args[0], mult, shift, zp, str(attrs["rounding"]))
-    # Wider targets have no instruction: go through f32 (exact for |x| < 2**24).
-    q = Cvt("i32", Bin("mul", Cvt("f32", args[0]), _f32(attrs["scale"])))
-    return Bin("add", q, Imm(zp, "i32")) if zp else q
+    # i8 and i32 results alike: the fixed-point form, saturated to the result's range
+    mult, shift = requant_params(float(attrs["scale"]))
+    return Requant(args[0], mult, shift, int(attrs["zero_point"]), str(attrs["rounding"]), out)
 
 
 EXPR: dict[str, Builder] = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from eqsat.quant.fixedpoint import multiplier_shift
 from hwsim import semantics
-from hwsim.dtypes import is_float, to_value
+from hwsim.dtypes import INT_RANGE, is_float, to_value
 
 from .views import Imm
 
@@ -66,6 +66,7 @@ class Requant:
     shift: int
     zero_point: int
     rounding: str = "even"
+    dtype: str = "i8"  # the result: i8, or i32 (saturated to its range)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,9 @@ def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
             return d
         case Cvt(dtype=d):
             return d
-        case Requant() | RequantCh():
+        case Requant(dtype=d):
+            return d
+        case RequantCh():
             return "i8"
         case Un(x=x):
             return compute_dtype(dtype_of(x, leaf_dtypes))
@@ -161,9 +164,12 @@ def fold(e: Expr) -> Expr:
         case Requant(x=x):
             x = fold(x)
             if isinstance(x, Imm):
-                q = semantics.requantize(_array(x), e.multiplier, e.shift, e.zero_point, e.rounding)
-                return _imm(q, "i8")
-            return Requant(x, e.multiplier, e.shift, e.zero_point, e.rounding)
+                lo, hi = INT_RANGE[e.dtype]
+                q = semantics.requantize(
+                    _array(x), e.multiplier, e.shift, e.zero_point, e.rounding, lo, hi
+                )
+                return _imm(q, e.dtype)
+            return Requant(x, e.multiplier, e.shift, e.zero_point, e.rounding, e.dtype)
         case RequantCh(x=x):
             return RequantCh(fold(x), e.ch, e.table, e.zero_point, e.lo, e.rounding)
         case Cust(name=name, args=args):  # its operands are leaves (lower_instruction)

@@ -49,7 +49,7 @@ def lower_gated(
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
-    from .lower_contract import _epi_leaves, choose_tile
+    from .lower_contract import _epi_leaves, choose_tile, gemv_work
 
     leaves = _epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
     s = ITEMSIZE[a.dtype]
@@ -83,7 +83,8 @@ def lower_gated(
             g.acc_dtype,
             out_slots=slots,
         )
-        emit_gemm(kb, g, tile, a_ld, b_lds[0], writer, zero(), more_b=(b_lds[1],))
+        gemv = gemv_work(work)
+        emit_gemm(kb, g, tile, a_ld, b_lds[0], writer, zero(), more_b=(b_lds[1],), gemv=gemv)
 
     c.add_kernel(c.kernel_name(i), i, "main", emit, [a, bg, bu, *leaves], [out])
     return out

@@ -19,9 +19,10 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from hwsim.isa import Instr, Matmul, Move, Tile, Transpose
+from hwsim import timing
+from hwsim.isa import Binary, Instr, Matmul, Move, Tile, Transpose
 
-from .emit import KernelBuilder, Pipeline, sub
+from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .expr import Expr, Leaf, Un
 from .space import Operand, Pos, Space, dram
 from .tileexpr import TileExpr
@@ -185,12 +186,17 @@ def emit_gemm(
     writer: OutWriter,
     zero: Operand | None,
     more_b: tuple[Loader, ...] = (),
+    gemv: bool = False,
 ) -> None:
     """`more_b`: further B operands multiplied by the same A tiles, each into its own
-    accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product)."""
+    accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product).
+    `gemv`: a matmul's GEMM (not a convolution's), whose products of one row of A run on
+    the vector unit where hwsim.timing.gemv_on_vector says so (`gemv_step`), into the
+    same accumulators."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
+    on_vector = gemv and timing.gemv_on_vector(kb.hw, g.dtype, g.m, tn, tk)
     a.alloc(kb, tm, tk)
     bs = (b, *more_b)
     for bl in bs:
@@ -243,10 +249,17 @@ def emit_gemm(
                         pre += [ins for p, _ in readies for ins in p]
                         b_tiles = [t for _, t in readies]
                     mode = "overwrite" if k0 == 0 else "accumulate"
-                    mms = [
-                        Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
-                        for acc_full, bt in zip(accs, b_tiles, strict=True)
-                    ]
+                    if on_vector:
+                        mms = [
+                            ins
+                            for acc_full, bt in zip(accs, b_tiles, strict=True)
+                            for ins in gemv_step(sub(acc_full, rm, rn), a_tile, bt, mode)
+                        ]
+                    else:
+                        mms = [
+                            Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
+                            for acc_full, bt in zip(accs, b_tiles, strict=True)
+                        ]
                     pipe.compute([*pre, *mms])
                     pipe.release(kgen)
                 if a_res and agen is not None and n0 + tn >= g.n:
@@ -255,6 +268,29 @@ def emit_gemm(
                     pipe.release(bgen)
                 more = tuple(sub(t, rm, rn) for t in accs[1:])
                 writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
+
+
+def gemv_step(acc: Tile, a: Tile, b: Tile, mode: str) -> list[Instr]:
+    """acc[1, n] (=, or += with mode accumulate) a[1, k] @ b[k, n] on the vector unit,
+    priced by hwsim.timing.gemv_cycles: b is scaled in place by a read as a column (its
+    k elements are contiguous either way), its rows are summed by halving in place,
+    then the first row is moved or added into the accumulator. b is the step's own
+    loaded slot, free to overwrite: the next load into it waits for this compute."""
+    k, n = b.rows, b.cols
+    column = Tile(a.space, a.addr, k, 1, a.dtype, 1)
+    instrs: list[Instr] = [Binary(op="mul", dst=b, a=b, b=column, bcast="col")]
+    rows = k
+    while rows > 1:
+        half = rows // 2
+        top = offset_tile(b, 0, 0, half, n)
+        instrs.append(Binary(op="add", dst=top, a=top, b=offset_tile(b, rows - half, 0, half, n)))
+        rows -= half
+    first = offset_tile(b, 0, 0, 1, n)
+    if mode == "overwrite":
+        instrs.append(Move(dst=acc, src=first))
+    else:
+        instrs.append(Binary(op="add", dst=acc, a=acc, b=first))
+    return instrs
 
 
 def sram_need(

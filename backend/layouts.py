@@ -8,7 +8,8 @@ copy kernel is needed:
   stride instead);
 - conv weights are stored [KH, KW, C, O] (params are declared in that layout and the
   caller's arrays are transposed when the program is fed): a (kh) slice of the
-  implicit GEMM's B operand is then one contiguous block. Weights used only by
+  implicit GEMM's B operand is then one contiguous block (a literal weight, as an
+  imported ONNX initializer is, likewise). Weights used only by
   pointwise convolutions run as matmuls stay OIHW ([O, C] is their A operand,
   conv_pointwise.py); those of convolutions run as weights @ patches are stored
   [O, KH, KW, C] (conv_transposed.py). A param read only by an elementwise kernel
@@ -80,7 +81,8 @@ def layout_prefs(
         if i in outputs or not us or not live[i]:
             continue
         kind = node.opdef.kind
-        stored_any = node.op == "param" or i in prepared
+        # params and the model's literals are fed by the host, in any layout
+        stored_any = node.op in ("param", "literal") or i in prepared
         if (stored_any or kind in _ANY_ORDER) and _only_conv_weight(graph, i, us):
             perm = _weight_perm(graph, us, hw)
             if perm is not None:

@@ -319,8 +319,14 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
     if matrix_mode(b) is None:
         b = c.materialize(b, c.label(i), i)
     if cop == "qmatmul":
-        epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node))
+        epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node), node)
     add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work)
+
+
+def gemv_work(work: KernelWork) -> bool:
+    """Whether the cost model lets this GEMM's one-row products run on the vector unit
+    (hwsim.costmodel.gemv_kernel): a matmul's, not a convolution's."""
+    return work.kind == "matmul" and not work.patch and not work.patch_b
 
 
 def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) -> None:
@@ -339,7 +345,7 @@ def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) 
         c.kernel_name(i),
         i,
         "main",
-        lambda kb: emit_matmul(kb, a, b, out, epi, leaves, tile, zero(), slots),
+        lambda kb: emit_matmul(kb, a, b, out, epi, leaves, tile, zero(), slots, gemv_work(work)),
         [a, b, *leaves],
         [out],
     )
@@ -348,6 +354,12 @@ def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) 
 def _weight_value(c: Compiler, node: Node) -> np.ndarray | None:
     """The value of the contraction's second operand (the weights) if the compiler
     knows it (a quantized program's params), else None."""
+    j = _weight_node(node)
+    return None if j is None else c.compile_time_value(j)
+
+
+def _weight_node(node: Node) -> int | None:
+    """The graph node of the contraction's second operand (the weights)."""
 
     def find(body):
         if isinstance(body, str):
@@ -358,12 +370,12 @@ def _weight_value(c: Compiler, node: Node) -> np.ndarray | None:
 
     op = node.opdef
     if op.kind is not OpKind.FUSED:
-        return c.compile_time_value(node.inputs[1])
+        return node.inputs[1]
     call = find(op.composition)
     name = call.args[1] if call is not None else None
     if not isinstance(name, str):
         return None
-    return c.compile_time_value(node.inputs[op.operands.index(name)])
+    return node.inputs[op.operands.index(name)]
 
 
 def conv_gemm_epilogue(
@@ -374,7 +386,7 @@ def conv_gemm_epilogue(
     weight sums (of `wmat`, [O, C*KH*KW]) a leaf of the epilogue."""
     n, o = out.shape[0], out.shape[1]
     if za:
-        ws = _weight_sums(c, i, wmat, _weight_value(c, node), (1, 2, 3), ".wsum")
+        ws = _weight_sums(c, i, wmat, _weight_value(c, node), (1, 2, 3), ".wsum", node)
         q: Expr = Bin("sub", Leaf(0), Bin("mul", Leaf(1 + len(leaves)), Imm(za, "i32")))
         epi = q if epi is None else _substitute(epi, q)
         leaves = [*leaves, ws.reshape((o, 1, 1))]
@@ -388,17 +400,24 @@ def conv_gemm_epilogue(
     return out3, epi, l3
 
 
-def _weight_sums(c: Compiler, i: int, w: View, known: np.ndarray | None, axes, suffix: str):
+def _weight_sums(
+    c: Compiler, i: int, w: View, known: np.ndarray | None, axes, suffix: str, node=None
+):
     """Sums of the weights over `axes` (a zero-point correction): computed here when
-    the weights are known at compile time, as TFLite folds them offline, else by a
-    reduction kernel over `w` (its last axis summed)."""
+    the weights are known at compile time, as TFLite folds them offline; by the host at
+    load time when they are params (or weights prepared from params: eqsat/weights.py),
+    whose values are fixed for every inference; else by a reduction kernel over `w`
+    (its last axis summed). The cost model prices the first two at nothing."""
     if known is not None:
         sums = np.asarray(known, dtype=np.int64).sum(axis=axes).astype(np.int32)
         return c.constant_buffer(c.label(i) + suffix, "i32", sums)
+    j = None if node is None else _weight_node(node)
+    if j is not None and (c.graph.nodes[j].op == "param" or j in c.prepared):
+        return c.prepared_sums(j, axes, c.label(i) + suffix)
     return _row_sums(c, i, w, suffix)
 
 
-def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, b_value=None):
+def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, b_value=None, node=None):
     """(a - za) @ (b - zb) = a@b - za*colsum(b) - zb*rowsum(a) + K*za*zb."""
     za, zb = int(attrs["a_zero"]), int(attrs["b_zero"])
     k = a.shape[-1]
@@ -407,7 +426,7 @@ def _zero_points(c, i, a: View, b: View, attrs, epi, leaves, b_value=None):
     base = 1 + len(leaves)
     if za:
         bt = b.permute((*range(len(b.shape) - 2), len(b.shape) - 1, len(b.shape) - 2))
-        cs = _weight_sums(c, i, bt, b_value, -2, ".colsum")
+        cs = _weight_sums(c, i, bt, b_value, -2, ".colsum", node)
         extra.append(cs.reshape((*cs.shape[:-1], 1, cs.shape[-1])))  # type: ignore[arg-type]
         q = Bin("sub", q, Bin("mul", Leaf(base), Imm(za, "i32")))
     if zb:

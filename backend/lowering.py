@@ -30,6 +30,7 @@ from .quant import LOWER_QUANT
 from .rowwise import emit_reduce, emit_rows
 from .scan import lower_cumsum
 from .views import Imm, Value, View
+from .weight_only import LOWER_WEIGHT_ONLY
 from .window import lower_avg_pool, lower_max_pool
 
 # ---------------------------------------------------------------- leaves
@@ -37,7 +38,7 @@ from .window import lower_avg_pool, lower_max_pool
 
 def lower_leaf(c: Compiler, i: int, node: Node) -> Value:
     t = node.type
-    perm = c.prefs.get(i) if node.op == "param" else None
+    perm = c.prefs.get(i) if node.op in ("param", "literal") else None  # fed by the host
     return c.input_buffer(str(node.attr("name")), t.dtype.value, t.shape, perm)
 
 
@@ -288,6 +289,7 @@ LOWER = {
     "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
+    **LOWER_WEIGHT_ONLY,  # matmul_wq, wq_pack, wq_scales, wobserve (weight_only.py)
 }
 
 _FOLDABLE_SKIP = {

@@ -42,6 +42,9 @@ class CompiledProgram:
     # Weights prepared at load time (eqsat/weights.py): input binding -> the graph node
     # whose value the host computes from the params when it feeds the program.
     prepared: Mapping[str, int] = field(default_factory=dict)
+    # Integer sums of weights (zero-point corrections) the host computes at load time:
+    # input binding -> (the weight's graph node, the axes summed).
+    prepared_sums: Mapping[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
     def feeds(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Input buffers from graph bindings (by input/param name) and the program's
@@ -68,16 +71,23 @@ class CompiledProgram:
     def prepare(self, bindings: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The weights prepared at load time, computed from the params in `bindings`
         (what the host does once when it loads the model), by input binding."""
-        if not self.prepared:
+        if not self.prepared and not self.prepared_sums:
             return {}
-        values = evaluate_selected(self.graph, bindings, self.prepared.values())
-        return {name: values[i] for name, i in self.prepared.items()}
+        nodes = {*self.prepared.values(), *(j for j, _ in self.prepared_sums.values())}
+        values = evaluate_selected(self.graph, bindings, nodes)
+        out = {name: values[i] for name, i in self.prepared.items()}
+        for name, (j, axes) in self.prepared_sums.items():
+            sums = np.asarray(values[j], dtype=np.int64).sum(axis=axes)
+            out[name] = np.clip(sums, -(2**31), 2**31 - 1).astype(np.int32)
+        return out
 
     def prepared_weights(self) -> list[tuple[str, int]]:
         """(input buffer, bytes) of each weight prepared at load time."""
         sizes = {b.name: b.size * ITEMSIZE[b.dtype] for b in self.program.inputs()}
         return [
-            (buf, sizes[buf]) for buf, (name, _) in self.inputs.items() if name in self.prepared
+            (buf, sizes[buf])
+            for buf, (name, _) in self.inputs.items()
+            if name in self.prepared or name in self.prepared_sums
         ]
 
     def results(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -115,7 +115,10 @@ def main() -> None:
     ap.add_argument("--json", metavar="OUT.json", help="write every row as JSON")
     args = ap.parse_args()
     rules = compile_rule_paths([DEFAULT_RULES_DIR])
-    sources = [] if args.no_examples else sorted((ROOT / "examples").glob("*.model"))
+    from eqsat.control.load import file_has_regions
+
+    examples = [p for p in sorted((ROOT / "examples").glob("*.model")) if not file_has_regions(p)]
+    sources = [] if args.no_examples else examples
     sources += zoo_files([n for n in args.zoo.split(",") if n])
     dump = {}
     for preset in args.presets.split(","):

@@ -75,7 +75,12 @@ def say(msg: str) -> None:
 
 
 def example_names() -> list[str]:
-    return sorted(p.stem for p in (ROOT / "examples").glob("*.model"))
+    from eqsat.control.load import file_has_regions
+
+    paths = sorted((ROOT / "examples").glob("*.model"))
+    return [
+        p.stem for p in paths if not file_has_regions(p)
+    ]  # if/loop models: bench/control_flow.py
 
 
 def zoo_file(name: str) -> Path:

@@ -29,7 +29,9 @@ from hwsim import load_hardware  # noqa: E402
 def main() -> int:
     out = sys.argv[1] if len(sys.argv) > 1 else "roofline_examples.png"
     rules = compile_rule_paths([DEFAULT_RULES_DIR])
-    examples = sorted((ROOT / "examples").glob("*.model"))
+    from eqsat.control.load import file_has_regions
+
+    examples = [p for p in sorted((ROOT / "examples").glob("*.model")) if not file_has_regions(p)]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, preset in zip(axes, ("edge", "datacenter"), strict=True):
         hw = load_hardware(preset)

@@ -186,6 +186,17 @@ def part_region(s: AttnShape, name: str, h: int, rn: int, kn: int) -> tuple[int,
     }[name]
 
 
+def op_gemv(hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int, int]]) -> bool:
+    """Whether a matmul of the tile program runs on the vector unit instead of the array
+    (hwsim.timing.gemv_on_vector; backend/gemm.py gemv_step, which overwrites its B
+    tile): one query row (a decode step), one head per step (the block-diagonal tiles
+    of several keep zero blocks that an in-place GEMV would overwrite)."""
+    if op.kind != "matmul" or dims["q"][1] != s.d:
+        return False
+    (m, k), (_, n) = dims[op.a], dims[op.b]  # type: ignore[index]
+    return timing.gemv_on_vector(hw, s.dtype, m, n, k)
+
+
 def op_cycles(
     hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int, int]], rn: int, kn: int
 ) -> int:
@@ -195,6 +206,8 @@ def op_cycles(
     rows, cols = dims[op.dst]
     if op.kind == "matmul":
         (m, k), (_, n) = dims[op.a], dims[op.b]  # type: ignore[index]
+        if op_gemv(hw, s, op, dims):
+            return timing.gemv_cycles(hw, n, k)
         return timing.matmul_cycles(hw, s.dtype, m, n, k)
     if op.kind == "reduce":
         return timing.reduce_cycles(hw, *dims[op.a])
@@ -308,7 +321,11 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             ops = step_ops(s, first, last, g)
             cyc = [op_cycles(hw, s, op, dims, rn, kn) for op in ops]
             c = sum(cyc)
-            mx = sum(x for op, x in zip(ops, cyc, strict=True) if op.kind == "matmul")
+            mx = sum(
+                x
+                for op, x in zip(ops, cyc, strict=True)
+                if op.kind == "matmul" and not op_gemv(hw, s, op, dims)
+            )
             floor += count * step_cycles(
                 hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
             )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from eqsat.attention_plan import attention_cost
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
-from eqsat.ir.types import TensorType
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
 from eqsat.ops.reduce import reduced_axes
@@ -39,7 +39,7 @@ from eqsat.spatial_plan import (
 )
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import vector_passes
-from eqsat.weights import prepared_nodes
+from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
@@ -118,6 +118,10 @@ def kernel_work(
             inner = products[0]
             contraction = (inner.op.name, list(inner.in_types), inner.out)
             gemms = len(products)
+    if op_name == "matmul_wq":  # packed weights, dequantized in the load path
+        from eqsat.wq_work import matmul_wq_work
+
+        return matmul_wq_work(in_types, out, attrs, bytes_in, bytes_out)
     if contraction is not None:
         name, c_in, c_out = contraction
         batch, m, n, k = _matmul_dims(name, c_in, c_out)
@@ -383,6 +387,67 @@ def _gemm_cost(
     return cost
 
 
+def _product_operands(op: OpDef) -> tuple[str, int, int] | None:
+    """(qmatmul or qconv2d, index of its a, index of its b) among `op`'s operands, for
+    an integer product or a fused kernel around one; None for anything else."""
+    if op.name in ("qmatmul", "qconv2d"):
+        return op.name, 0, 1
+    if op.kind is not OpKind.FUSED or op.composition is None:
+        return None
+
+    def find(call):
+        if isinstance(call, str):
+            return None
+        if call.op in ("qmatmul", "qconv2d"):
+            return call
+        return next((f for a in call.args if (f := find(a)) is not None), None)
+
+    call = find(op.composition)
+    if call is None or not all(isinstance(a, str) for a in call.args[:2]):
+        return None
+    return call.op, op.operands.index(call.args[0]), op.operands.index(call.args[1])
+
+
+def zero_point_sums_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    attrs: Mapping[str, AttrValue],
+    runtime: Sequence[bool],
+) -> int:
+    """Cycles per inference of the reduction kernels the backend adds to an int8
+    product for its zero points when the summed operand is a run-time value
+    (`runtime[k]`: operand k is neither a param, a constant nor computed from those):
+    a_zero takes the column sums of b (a transposed copy, then a row reduction;
+    backend/lower_contract.py _zero_points, conv_gemm_epilogue), b_zero the row sums of
+    a. Sums over weights are folded at compile time or prepared at load time: free."""
+    found = _product_operands(REGISTRY[op_name])
+    if found is None:
+        return 0
+    name, ia, ib = found
+    a, b = in_types[ia], in_types[ib]
+    total = 0
+    if int(attrs.get("a_zero", 0)) and runtime[ib]:  # type: ignore[call-overload]
+        if name == "qconv2d":  # [O, C, KH, KW]: its trailing axes
+            sums = TensorType(DType.I32, b.shape[:1])
+            total += _reduce_cost(hw, "reduce_sum", b, sums, {"axes": (1, 2, 3)}).cycles
+        else:  # b [..., K, N] copied to [..., N, K] by a transposed walk, then its rows
+            shape = (*b.shape[:-2], b.shape[-1], b.shape[-2])
+            strides = row_major(b.shape)
+            walk = (*strides[:-2], strides[-1], strides[-2])
+            isz = b.dtype.itemsize
+            copy = Stream(shape, row_major(shape), isz, ((walk, isz),), ("copy",))
+            sums = TensorType(DType.I32, shape[:-1])
+            reduce = _reduce_cost(
+                hw, "reduce_sum", TensorType(b.dtype, shape), sums, {"axes": (b.rank - 1,)}
+            )
+            total += kernel_cost(hw, [copy]).cycles + reduce.cycles
+    if int(attrs.get("b_zero", 0)) and runtime[ia]:  # type: ignore[call-overload]
+        sums = TensorType(DType.I32, a.shape[:-1])
+        total += _reduce_cost(hw, "reduce_sum", a, sums, {"axes": (a.rank - 1,)}).cycles
+    return total
+
+
 @dataclass(frozen=True)
 class ProgramCost:
     cycles: int
@@ -396,6 +461,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     (weights prepared at load time cost nothing per inference: eqsat/weights.py)."""
     live = graph.live()
     prepared = prepared_nodes(graph)
+    classes = graph_value_classes(graph)
     cycles = dram = kernels = infeasible = 0
     for i, node in graph:
         if not live[i] or i in prepared:
@@ -404,7 +470,8 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
         if cost is None:
             continue
-        cycles += cost.cycles
+        runtime = [classes[j] == RUNTIME for j in node.inputs]
+        cycles += cost.cycles + zero_point_sums_cost(hw, node.op, in_types, node.attr_dict, runtime)
         dram += cost.dram_bytes
         kernels += 1
         infeasible += not cost.feasible

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqsat.costs import op_cost, program_cost
+from eqsat.costs import op_cost, program_cost, zero_point_sums_cost
 from eqsat.ir.graph import Graph
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import contraction_of
+from eqsat.weights import RUNTIME, graph_value_classes
 from hwsim.hardware import Hardware
 
 # The kinds the acceptance of cost fidelity is stated in, then the rest.
@@ -106,14 +107,17 @@ def measure_program(
         if k.node >= 0:
             simulated[k.node] += spans[k.name]
     rows = []
+    classes = graph_value_classes(graph)
     for i, cycles in sorted(simulated.items()):
         node = graph.nodes[i]
         in_types = [graph.nodes[j].type for j in node.inputs]
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
         if cost is None:
             continue
+        runtime = [classes[j] == RUNTIME for j in node.inputs]  # its zero-point sums too
+        sums = zero_point_sums_cost(hw, node.op, in_types, node.attr_dict, runtime)
         label = f"{graph.name}/{node.name or f'n{i}'}:{node.op}"
-        rows.append(KernelRow(label, node.op, kernel_kind(node.op), cost.cycles, cycles))
+        rows.append(KernelRow(label, node.op, kernel_kind(node.op), cost.cycles + sums, cycles))
     predicted = program_cost(graph, hw).cycles
     return ProgramRow(graph.name, predicted, result.report.cycles, tuple(rows))
 

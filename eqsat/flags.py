@@ -28,6 +28,20 @@ def parse_dim(text: str) -> tuple[str, int]:
     return name, int(value)
 
 
+def parse_dim_or_range(text: str) -> tuple[str, int] | tuple[str, range]:
+    """A --dim value where bundles are compiled: NAME=VALUE, or NAME=LO..HI (a range of
+    values one bundle serves, given as range(LO, HI + 1))."""
+    name, _, value = text.partition("=")
+    if ".." not in value:
+        return parse_dim(text)
+    lo_text, _, hi_text = value.partition("..")
+    lo = parse_dim(f"{name}={lo_text.strip()}")[1]
+    hi = parse_dim(f"{name}={hi_text.strip()}")[1]
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"{name}: the range {number_text(value)} is empty")
+    return name, range(lo, hi + 1)
+
+
 def seed(text: str) -> int:
     """A --seed value: a non-negative integer (numpy's generators take no other)."""
     value = text.strip()
@@ -54,14 +68,20 @@ def seconds(text: str) -> float:
     return positive(text, "a positive number of seconds")
 
 
-def add_dim_flag(parser: argparse.ArgumentParser) -> None:
+def add_dim_flag(parser: argparse.ArgumentParser, ranges: bool = False) -> None:
+    """ranges: also accept NAME=LO..HI (commands that compile bundles, eqsat/bundle)."""
     parser.add_argument(
         "--dim",
-        metavar="NAME=VALUE",
-        type=parse_dim,
+        metavar="NAME=VALUE" + ("|NAME=LO..HI" if ranges else ""),
+        type=parse_dim_or_range if ranges else parse_dim,
         action="append",
         default=[],
-        help="bind a symbolic dimension, overriding the model's default (repeatable)",
+        help="bind a symbolic dimension, overriding the model's default (repeatable)"
+        + (
+            "; NAME=LO..HI compiles a bundle of programs for that range (see --buckets)"
+            if ranges
+            else ""
+        ),
     )
 
 

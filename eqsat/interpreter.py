@@ -25,10 +25,14 @@ def _compute_view(x: np.ndarray) -> np.ndarray:
 
 
 def narrow(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """Store a computed array in `dtype` (f32 -> bf16 rounds to nearest even)."""
+    """Store a computed array in `dtype` (f32 -> bf16 rounds to nearest even; a wider
+    integer saturates, as hwsim stores integers: see eqsat/quant/fixedpoint.py)."""
     x = np.asarray(x)
     if x.dtype == dtype.np_dtype:
         return x
+    if dtype.is_int and x.dtype.kind in "iu":
+        info = np.iinfo(dtype.np_dtype)
+        return np.asarray(np.clip(x, info.min, info.max), dtype=dtype.np_dtype)
     return x.astype(dtype.np_dtype)
 
 

@@ -56,7 +56,7 @@ def run_with_iree(
 ) -> tuple[dict[str, np.ndarray], str]:
     """(outputs by name, a line with compile and run times)."""
     from backend.mlir import MlirEmitError, emit_mlir
-    from backend.mlir.iree import IreeMissing, iree_available, run_iree
+    from backend.mlir.iree import IreeCompileError, IreeMissing, iree_available, run_iree
 
     if not iree_available():
         raise UserError(
@@ -73,8 +73,9 @@ def run_with_iree(
         else:
             module = emit_mlir(graph)
         run = run_iree(module, feeds, repeats=repeat)
-    except (MlirEmitError, IreeMissing) as err:
-        raise UserError(str(err)) from None
+    except (MlirEmitError, IreeMissing, IreeCompileError) as err:
+        where = f"{mlir_path}: " if mlir_path and isinstance(err, IreeCompileError) else ""
+        raise UserError(f"{where}{err}") from None
     line = (
         f"IREE (llvm-cpu, this host): compiled in {run.compile_seconds:.2f} s, "
         f"{_ms(run.seconds)} per run (best of {repeat})"

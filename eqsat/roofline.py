@@ -67,3 +67,10 @@ def model_roofline(graph: Graph, hw: Hardware) -> Roofline:
     times = roofline_terms(hw, macs, vector_ops, dram)
     bound = max(times, key=times.__getitem__)
     return Roofline(math.ceil(times[bound]), bound, dict(macs), vector_ops, dram)
+
+
+def memory_bound_cycles(roofline: Roofline, hw: Hardware) -> int:
+    """The DRAM term of `roofline` alone: its bytes at the peak bandwidth. The bound of a
+    memory-bound step (a decode step: weights and KV cache read, outputs written) even
+    where another unit's term happens to be larger."""
+    return math.ceil(roofline.dram_bytes / hw.dram_bytes_per_cycle)

@@ -112,7 +112,66 @@ class OutputDecl:
     name_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
 
 
-Item = DimDecl | LeafDecl | ConstDecl | Assign | OutputDecl
+@dataclass(frozen=True)
+class Body:
+    """The statements of a region's body and the names it yields, in order."""
+
+    items: tuple[Assign | RegionAssign, ...]
+    yields: tuple[str, ...]
+    pos: Pos = _pos()
+    yield_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class IfRegion:
+    """`if (cond) { ... yield a } else { ... yield b }`: cond holds one element,
+    nonzero picks `then`."""
+
+    cond: str
+    then: Body
+    orelse: Body
+    pos: Pos = _pos()
+    cond_pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class Carried:
+    """`carried NAME = INIT`: a loop-carried value, NAME inside the body."""
+
+    name: str
+    init: str
+    pos: Pos = _pos()
+
+
+@dataclass(frozen=True)
+class LoopRegion:
+    """`loop (max_trips, cond, carried h = h0, index i) { ... yield cond_next, h_next }`:
+    runs while the trip number is below max_trips and cond is nonzero (ONNX Loop)."""
+
+    max_trips: str
+    cond: str
+    carried: tuple[Carried, ...]
+    index: str | None
+    body: Body
+    pos: Pos = _pos()
+    arg_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
+
+
+Region = IfRegion | LoopRegion
+
+
+@dataclass(frozen=True)
+class RegionAssign:
+    """`a, b = if ... ` or `h, n = loop ...`: the region's results by name."""
+
+    names: tuple[str, ...]
+    region: Region
+    pos: Pos = _pos()
+    name_pos: tuple[Pos, ...] = field(default=(), compare=False, repr=False)
+    comment: str = _comment()
+
+
+Item = DimDecl | LeafDecl | ConstDecl | Assign | RegionAssign | OutputDecl
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ from frontend.errors import (
     UnknownOpError,
 )
 
+
+class RegionError(ModelError):
+    """A control region used wrongly: nesting, yields that do not match, a condition or
+    trip count of the wrong type, or a command that does not take regions."""
+
+
 CALLABLE_OPS = sorted(name for name, op in REGISTRY.items() if op.kind is not OpKind.LEAF)
 
 
@@ -312,6 +318,13 @@ class _Checker:
             elif isinstance(item, ast.OutputDecl):
                 positions = item.name_pos or (item.pos,) * len(item.names)
                 outputs += list(zip(item.names, positions, strict=True))
+            elif isinstance(item, ast.RegionAssign):
+                raise self.error(
+                    RegionError,
+                    "this model has an `if`/`loop` region: optimize, compile, simulate and "
+                    "run take it (eqsat.control); this command needs a static graph",
+                    item.pos,
+                )
         if not outputs:
             raise self.error(
                 MissingOutputError,
@@ -351,10 +364,26 @@ def model_dims(model: ast.Model) -> set[str]:
             written.append(item.value)
         elif isinstance(item, ast.Assign):
             written += _attr_dims(item.expr)
+        elif isinstance(item, ast.RegionAssign):
+            written += _region_dims(item)
     for d in written:
         if isinstance(d, str):
             names.update(f for f in d.split("*") if not f.isdigit())
     return names
+
+
+def _region_dims(item: ast.RegionAssign) -> list[ast.Dim]:
+    """The list-attribute entries of every call in a region's bodies."""
+    region = item.region
+    bodies = [region.then, region.orelse] if isinstance(region, ast.IfRegion) else [region.body]
+    out: list[ast.Dim] = []
+    for body in bodies:
+        for inner in body.items:
+            if isinstance(inner, ast.Assign):
+                out += _attr_dims(inner.expr)
+            else:
+                out += _region_dims(inner)
+    return out
 
 
 def _attr_dims(e: ast.Expr) -> list[ast.Dim]:

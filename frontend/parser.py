@@ -86,6 +86,42 @@ class _ToAst(Transformer_NonRecursive):
             tuple(str(c) for c in children), _pos(meta), tuple(_pos(c) for c in children)
         )
 
+    def region_assign(self, meta, children):
+        *names, region = children
+        return ast.RegionAssign(
+            tuple(str(n) for n in names), region, _pos(names[0]), tuple(_pos(n) for n in names)
+        )
+
+    def if_region(self, meta, children):
+        cond, then, orelse = children
+        return ast.IfRegion(str(cond), then, orelse, _pos(meta), _pos(cond))
+
+    def loop_region(self, meta, children):
+        trips, cond, *rest = children
+        *vars_, body = rest
+        carried = tuple(v for v in vars_ if isinstance(v, ast.Carried))
+        index = [v for v in vars_ if not isinstance(v, ast.Carried)]
+        if len(index) > 1:
+            raise _at("a loop has at most one `index`", _pos(index[1]))
+        name = str(index[0]) if index else None
+        return ast.LoopRegion(
+            str(trips), str(cond), carried, name, body, _pos(meta), (_pos(trips), _pos(cond))
+        )
+
+    def carried(self, meta, children):
+        name, init = children
+        return ast.Carried(str(name), str(init), _pos(name))
+
+    def loop_index(self, meta, children):
+        return children[0]
+
+    def body(self, meta, children):
+        *items, (yields, positions) = children
+        return ast.Body(tuple(items), yields, _pos(meta), positions)
+
+    def yield_stmt(self, meta, children):
+        return tuple(str(c) for c in children), tuple(_pos(c) for c in children)
+
     def type(self, meta, children):
         dtype, *dims = children
         dims = [d for d in dims if d is not None]

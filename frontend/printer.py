@@ -53,7 +53,46 @@ def format_item(item: ast.Item) -> str:
         return f"const {item.name}: {format_type(item.type)} = {format_const_value(item.value)}"
     if isinstance(item, ast.Assign):
         return f"{item.name} = {format_expr(item.expr)}"
+    if isinstance(item, ast.RegionAssign):
+        return "\n".join(format_region(item, "  "))
     return "output " + ", ".join(item.names)
+
+
+def format_region(item: ast.RegionAssign, indent: str) -> list[str]:
+    """`a, b = if (...) { ... } else { ... }` or a loop, as indented lines."""
+    region = item.region
+    head = ", ".join(item.names) + " = "
+    if isinstance(region, ast.IfRegion):
+        lines = [head + f"if ({region.cond}) {{"]
+        lines += _body_lines(region.then, indent)
+        lines.append("} else {")
+        lines += _body_lines(region.orelse, indent)
+    else:
+        args = [region.max_trips, region.cond]
+        args += [f"carried {c.name} = {c.init}" for c in region.carried]
+        args += [f"index {region.index}"] if region.index is not None else []
+        lines = [head + f"loop ({', '.join(args)}) {{"]
+        lines += _body_lines(region.body, indent)
+    lines.append("}")
+    return lines
+
+
+def _body_lines(body: ast.Body, indent: str) -> list[str]:
+    lines = []
+    for item in body.items:
+        lines += [indent + line for line in _item_lines(item, indent)]
+    lines.append(indent + "yield " + ", ".join(body.yields))
+    return lines
+
+
+def _item_lines(item: ast.Item, indent: str) -> list[str]:
+    if isinstance(item, ast.RegionAssign):
+        lines = format_region(item, indent)
+        comment = " ".join(item.comment.split())
+        if comment:
+            lines[0] += f"  # {comment}"
+        return lines
+    return [_with_comment(item)]
 
 
 def _with_comment(item: ast.Item) -> str:
@@ -65,6 +104,7 @@ def _with_comment(item: ast.Item) -> str:
 
 def print_model(model: ast.Model) -> str:
     lines = [f"model {model.name} {{"]
-    lines += ["  " + _with_comment(item) for item in model.items]
+    for item in model.items:
+        lines += ["  " + line for line in _item_lines(item, "  ")]
     lines.append("}")
     return "\n".join(lines) + "\n"

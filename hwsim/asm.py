@@ -8,6 +8,7 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
 
     load        sram@0:16x16:f32 <- x[0:16x16/64]  signal=a0
     gather      sram@0:4x64:f32 <- emb[0:1000x64/64], sram@1024:4x1:i32
+    loaddq      sram@0:128x16:f32 <- w[0:64x16/64], sram@8192:1x16:f32  bits=4  group=128
     matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
     binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
     select      sram@0:16x16:f32 <- sram@2048:16x16:i8, sram@0:16x16:f32, -inf
@@ -43,6 +44,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -100,6 +102,7 @@ _OPCODE = re.compile(r"\s*([a-z_]+)(?:\.([a-z_]+))?")
 _OPTIONS = {
     "load": (),
     "gather": (),
+    "loaddq": ("bits", "group", "phase", "fmt"),
     "store": (),
     "matmul": ("mode",),
     "move": ("act",),
@@ -112,7 +115,7 @@ _OPTIONS = {
     "kernel": (),
     "custom": (),
 }
-_INT_KEYS = ("mult", "shift", "zp")
+_INT_KEYS = ("mult", "shift", "zp", "bits", "group", "phase")
 
 
 @dataclass
@@ -276,6 +279,9 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
     if op == "gather":
         src, index = _want(at, srcs, "dt", "source", col)
         return Gather(dst=dst, src=src, index=index, **deps)
+    if op == "loaddq":
+        src, scales = _want(at, srcs, "dt", "source", col)
+        return LoadDq(dst=dst, src=src, scales=scales, **kw, **deps)
     if op == "matmul":
         a, b = _want(at, srcs, "tt", "source", col)
         return Matmul(acc=dst, a=a, b=b, **kw, **deps)

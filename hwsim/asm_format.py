@@ -12,6 +12,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -49,6 +50,9 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             return type(ins).__name__.lower(), [ins.dst], [ins.src], {}
         case Gather():
             return "gather", [ins.dst], [ins.src, ins.index], {}
+        case LoadDq():
+            opts = {"bits": ins.bits, "group": ins.group, "phase": ins.phase, "fmt": ins.fmt}
+            return "loaddq", [ins.dst], [ins.src, ins.scales], opts
         case Matmul():
             mode = {} if ins.mode == "overwrite" else {"mode": ins.mode}
             return "matmul", [ins.acc], [ins.a, ins.b], mode

@@ -17,7 +17,9 @@ Matmul / conv (implicit GEMM, C[m,n] = A[m,k] @ B[k,n], `batch` times).
   B nM times (nM = ceil(m/tm), nN = ceil(N/tn)):
       dram = bytes_in + bytes_out + A_bytes*(readsA - 1) + B_bytes*(readsB - 1)
   matrix  = batch * sum over tiles of timing.matmul_cycles(tm', tn', tk')  (edge tiles
-            use their real sizes)
+            use their real sizes); a matmul of one row (m = 1) in f32 runs its
+            products on the vector unit where timing.gemv_on_vector says it is faster
+            than the array: timing.gemv_cycles(tn', tk') instead
   vector  = batch * nM*nN * vector_cycles(tm*tn, move) + ceil(vector_ops/L) + epilogue issue
   The tile shape minimising the total below is chosen.
   A gated product (`gemms` = 2: act(x @ wg) * (x @ wu)) multiplies each A tile by
@@ -89,6 +91,11 @@ class KernelWork:
     # along m, varies along n, item size): a bias is one row or column of the tile, a
     # residual the whole tile (hwsim/gemm_queues.py; the closed form leaves them out)
     epilogue_loads: tuple[tuple[bool, bool, int], ...] = ()
+    # matmul: B stored as b_bits-bit integers (4: packed two per byte) with one f32 scale
+    # per b_group rows, dequantized on its way into SRAM (hwsim/wq.py, isa.LoadDq): DRAM
+    # moves the packed bytes and the scales, SRAM holds the dequantized tile; 0: plain B
+    b_bits: int = 0
+    b_group: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def _matmul_tiles(hw: Hardware, w: KernelWork) -> Iterator[tuple[int, int, int]]
             if 4 * tm * tn * w.gemms > hw.acc_bytes:
                 continue
             for tk in reversed(pow2_multiples(R, kp)):
-                if 2 * (tm * tk + w.gemms * tk * tn) * s + 2 * tm * tn * s_out <= budget:
+                sb = s + (1 if w.b_bits else 0)  # a quantized B's scale slots (see b_bits)
+                if 2 * (tm * tk * s + w.gemms * tk * tn * sb) + 2 * tm * tn * s_out <= budget:
                     yield tm, tn, tk
                     break
 
@@ -191,8 +199,9 @@ def matmul_tiling_cost(
     tm, tn, tk = tile
     s = ITEMSIZE[w.dtype]
     nm, nn, nk = math.ceil(w.m / tm), math.ceil(w.n / tn), math.ceil(w.k / tk)
+    step = gemm_step_cycles(hw, w, tile)
     matrix = sum(
-        cm * cn * ck * timing.matmul_cycles(hw, w.dtype, sm, sn, sk)
+        cm * cn * ck * step(sm, sn, sk)
         for sm, cm in tile_splits(w.m, tm)
         for sn, cn in tile_splits(w.n, tn)
         for sk, ck in tile_splits(w.k, tk)
@@ -208,6 +217,8 @@ def matmul_tiling_cost(
     )
     compute = w.batch * (w.gemms * matrix + move) + epilogue
     b_bytes = w.gemms * w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
+    if w.b_bits:  # packed integers and their group scales (the batch shares them)
+        b_bytes = quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, tk)
     a_bytes = w.batch * w.m * w.k * s if w.kind == "matmul" else max(0, w.bytes_in - b_bytes)
     reads_a = 1 if nk == 1 else nn
     reads_b = 1 if nk == 1 and nn == 1 else nm
@@ -218,11 +229,15 @@ def matmul_tiling_cost(
         a_bytes = w.batch * w.m * w.k * s
         once += a_bytes - w.patch[2]
     dram = once + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
+    if w.b_bits:  # bytes_in has each scale row once; k tiles inside a group reload it
+        dram += b_bytes - quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, w.k)
     loads_a = w.batch * (nm if nk == 1 else nm * nn * nk)
     if w.patch:
         pieces = _runs(w.m, tm, w.patch[0]) * _runs(w.k, tk, w.patch[1])
         loads_a = w.batch * pieces * (1 if nk == 1 else nn)
     loads_b = w.gemms * w.batch * (1 if nk == 1 and nn == 1 else nm * nn * nk)
+    if w.b_bits:  # a B tile is its scales' load and the dequantizing load
+        loads_b *= 2
     if w.patch_b:  # read as patches, each B tile load in pieces, then transposed
         b_loads = w.batch * (1 if nk == 1 and nn == 1 else nm)
         dram += b_bytes - w.patch_b[2]
@@ -239,17 +254,34 @@ def matmul_tiling_cost(
         # few enough instructions to replay the loop on the simulator's queues: how
         # far DMA and compute overlap, step by step (hwsim/gemm_queues.py)
         cycles = replayed_cycles(hw, w, (tm, tn, tk))
+    on_vector = gemv_kernel(hw, w, tile)
     return KernelCost(
         cycles=cycles,
         compute_cycles=compute,
-        matrix_cycles=w.batch * w.gemms * matrix,
-        vector_cycles=w.batch * move + epilogue,
+        matrix_cycles=0 if on_vector else w.batch * w.gemms * matrix,
+        vector_cycles=w.batch * (move + (w.gemms * matrix if on_vector else 0)) + epilogue,
         dma_cycles=dma,
         dram_bytes=dram,
         feasible=spill == 0,
         spill_bytes=spill,
         tile=(tm, tn, tk),
     )
+
+
+def gemv_kernel(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]) -> bool:
+    """Whether a matmul kernel of one-row products runs them on the vector unit at this
+    tile (timing.gemv_on_vector; backend/gemm.py emit_gemm's `gemv`)."""
+    if w.kind != "matmul" or w.patch or w.patch_b:
+        return False
+    return timing.gemv_on_vector(hw, w.dtype, w.m, min(tile[1], w.n), min(tile[2], w.k))
+
+
+def gemm_step_cycles(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]):
+    """Cycles of one k step of the GEMM loop, (m, n, k) -> cycles, per B operand: the
+    array's matmul, or the vector unit's GEMV where gemv_kernel says so."""
+    if gemv_kernel(hw, w, tile):
+        return lambda m, n, k: timing.gemv_cycles(hw, n, k)
+    return lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -276,6 +308,14 @@ def _runs(total: int, tile: int, run: int) -> int:
     """Pieces of `run` elements (rows of pixels, kernel rows) that the tiles of `tile`
     over `total` touch, summed over the tiles."""
     return sum((t + min(tile, total - t) - 1) // run - t // run + 1 for t in range(0, total, tile))
+
+
+def quantized_b_bytes(k: int, n: int, bits: int, group: int, tk: int) -> int:
+    """DRAM bytes of one pass over a quantized B[k, n] in k tiles of tk rows: the packed
+    integers, plus the f32 scale rows of the groups each k tile touches (a group split
+    over two tiles has its scales loaded by both)."""
+    rows = sum((k0 % group + min(tk, k - k0) - 1) // group + 1 for k0 in range(0, k, tk))
+    return k * n * bits // 8 + rows * n * 4
 
 
 def _matmul(hw: Hardware, w: KernelWork) -> KernelCost:

@@ -130,6 +130,9 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
     outputs = w.batch * w.m * w.n
     prog = QueueProgram()
     pipe = _Pipe(prog)
+    from .costmodel import gemm_step_cycles  # the array's or the vector unit's products
+
+    step = gemm_step_cycles(hw, w, tile)
 
     def a_dmas(m0: int, rm: int, k0: int, rk: int) -> list[int]:
         if w.patch:
@@ -139,6 +142,10 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
     def b_dmas(k0: int, rk: int, n0: int, rn: int) -> list[int]:
         if w.patch_b:  # loaded pixel-major, then transposed on chip
             return _patch_dmas(hw, s, w.patch_b, n0, rn, k0, rk)
+        if w.b_bits:  # its group scales, then the packed bytes through the dequantizer
+            groups = (k0 % w.b_group + rk - 1) // w.b_group + 1
+            scales = timing.dma_cycles(hw, groups * rn * 4)
+            return [scales, timing.dma_cycles(hw, rk * rn * w.b_bits // 8)] * w.gemms
         return [timing.dma_cycles(hw, rk * rn * s)] * w.gemms
 
     def b_turn(rk: int, rn: int) -> int:
@@ -185,7 +192,7 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
                         dmas += b_dmas(k0, rk, n0, rn)
                     kgen = pipe.load("k", dmas)
                     turn = 0 if b_res else b_turn(rk, rn)
-                    pipe.compute(turn + w.gemms * timing.matmul_cycles(hw, w.dtype, rm, rn, rk))
+                    pipe.compute(turn + w.gemms * step(rm, rn, rk))
                     pipe.release(kgen)
                 if agen is not None and n0 + tn >= w.n:
                     pipe.release(agen)

@@ -20,7 +20,9 @@ base's and adds its own, and a name may be declared once.
 `rounding` is how the requantizer (i32 -> i8 by a fixed-point multiplier and shift)
 breaks ties: "even" (to the even neighbour, as Gemmini) or "away" (from zero, as
 gemmlowp/TFLite). It may be left out (default "even"). Presets: edge "even",
-datacenter "away". `dram_capacity_bytes` (optional) is the device memory a model's
+datacenter "away". `weight_dtypes` (optional, default ["f32"]) lists the precisions
+weights may be stored in: "i4" and "i8" are dequantized on the way into SRAM
+(hwsim/wq.py, `--quantize w4a16|w8a16`), "bf16" needs bf16 MACs. `dram_capacity_bytes` (optional) is the device memory a model's
 weights and live activations must fit (`eqsat roofline` checks it).
 """
 
@@ -41,8 +43,19 @@ PRESET_DIR = Path(__file__).parent / "presets"
 PRESETS = ("edge", "datacenter")
 MATRIX_DTYPES = ("i8", "bf16", "f32")
 ROUNDINGS = ("even", "away")
+# Precisions weights may be stored in: i4/i8 go through the load-path dequantizer
+# (hwsim/wq.py), bf16/f32 are matrix dtypes (`--quantize w4a16|w8a16|bf16` checks them).
+WEIGHT_DTYPES = ("i4", "i8", "fp8", "bf16", "f32")
 # Fields a file may leave out, with their default (None: not known, not checked).
-OPTIONAL: dict[str, Any] = {"rounding": "even", "dram_capacity_bytes": None}
+OPTIONAL: dict[str, Any] = {
+    "rounding": "even",
+    "dram_capacity_bytes": None,
+    "weight_dtypes": ("f32",),
+    # Host control of `if`/`loop` regions (hwsim/host.py): reading a condition or trip
+    # count back from DRAM, and starting one program.
+    "host_readback_cycles": 1000,
+    "dispatch_cycles": 2000,
+}
 
 
 class HardwareError(Exception):
@@ -68,6 +81,9 @@ class Hardware:
     issue_cycles: int
     rounding: str = "even"  # requantization ties: even | away
     dram_capacity_bytes: int | None = None  # what a model's weights and activations must fit
+    weight_dtypes: tuple[str, ...] = ("f32",)  # precisions weights may be stored in
+    host_readback_cycles: int = 1000  # host reads a region's condition back from DRAM
+    dispatch_cycles: int = 2000  # host starts one program (a stage or a region body)
     instructions: tuple[Instruction, ...] = ()  # custom instructions ([[instruction]])
 
     def __post_init__(self) -> None:
@@ -108,8 +124,11 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "dma_engines": _INT,
     "launch_cycles": _INT,
     "issue_cycles": _INT,
+    "host_readback_cycles": _INT,
+    "dispatch_cycles": _INT,
     "rounding": ((str,), "a string"),
     "dram_capacity_bytes": _INT,
+    "weight_dtypes": ((list,), "a list of dtype names"),
 }
 _SYNTAX_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
 
@@ -172,6 +191,14 @@ def _check_value(src: _Source, key: str, value: Any, table: str | None = None) -
             f"'rounding' must be one of {', '.join(repr(r) for r in ROUNDINGS)}, got {value!r}",
             key,
         )
+    if key == "weight_dtypes" and table is None:
+        bad = [v for v in value if v not in WEIGHT_DTYPES]
+        if bad:
+            raise src.error(
+                f"unknown weight dtype {bad[0]!r} in 'weight_dtypes'; use some of: "
+                f"{', '.join(WEIGHT_DTYPES)}",
+                key,
+            )
     if isinstance(value, int | float) and value <= 0:
         raise src.error(f"'{label}' must be positive, got {value}; use a value > 0", key, table)
 
@@ -239,6 +266,8 @@ def _load_fields(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
                 _check_value(src, dt, rate, "macs_per_cycle")
                 merged[dt] = rate
             value = merged
+        if key == "weight_dtypes":
+            value = tuple(value)
         fields[key] = value
     fields["instructions"] = _instructions(src, declared, fields.get("instructions", ()))
     fields["_source"] = src

@@ -162,6 +162,26 @@ class Load(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LoadDq(Instr):
+    """DMA of quantized weights DRAM -> SRAM through the load-path dequantizer
+    (hwsim/wq.py): src spans the i8 storage of dst.rows x dst.cols weights of `bits`
+    bits (int4 packed two rows per byte: dst.rows / 2 rows of bytes); `scales` (f32, in
+    sram) holds one row of scales per group of `group` weight rows, the first weight
+    row `phase` rows into its group; dst (f32 or bf16) = weight * scale. Only the packed
+    bytes move over DRAM (the scales come in by an ordinary load, like a gather's index).
+    `fmt` e4m3: the bytes are FP8 E4M3 values (bits 8), not integers."""
+
+    dst: Tile
+    src: DramRef
+    scales: Tile
+    bits: int = 4
+    group: int = 128
+    phase: int = 0
+    fmt: str = "int"
+    queue = "load"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Gather(Instr):
     """Indexed DMA DRAM -> SRAM (an embedding lookup): row r of dst is the src.cols
     elements at src.offset + index[r] * src.stride, for each of the index.rows entries
@@ -259,7 +279,8 @@ class Transpose(Instr):
 
 @dataclass(frozen=True, kw_only=True)
 class Requantize(Instr):
-    """dst(i8) = sat(round(src * multiplier / 2**shift) + zero_point), src i32."""
+    """dst = sat(round(src * multiplier / 2**shift) + zero_point), src i32, dst i8 or
+    i32 (saturated to dst's range)."""
 
     dst: Tile
     src: Tile
@@ -288,6 +309,7 @@ class Kernel(Instr):
 
 INSTRS: tuple[type[Instr], ...] = (
     Load,
+    LoadDq,
     Gather,
     Store,
     Matmul,
@@ -333,6 +355,8 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
     if isinstance(ins, Gather):
         return (ins.index,)
+    if isinstance(ins, LoadDq):
+        return (ins.scales,)
     if isinstance(ins, Custom):
         return ins.srcs
     if isinstance(ins, Load | Kernel):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import semantics
 from .custom import Instruction
-from .dtypes import is_float, to_value
+from .dtypes import INT_RANGE, is_float, to_value
 from .isa import (
     Binary,
     Custom,
@@ -20,6 +20,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -71,6 +72,7 @@ class Machine:
             Requantize: self._requantize,
             Kernel: lambda *_: None,
             Gather: self._gather,
+            LoadDq: self._load_dq,
             Custom: self._custom,
         }
 
@@ -105,6 +107,15 @@ class Machine:
                 f"{ins.src.buffer}"
             )
         values = self.dram[ins.src.buffer].gather(ins.src, rows, q, seq, clock)
+        self._put(ins.dst, values, q, seq, clock)
+
+    def _load_dq(self, ins: LoadDq, q: int, seq: int, clock: Clock) -> None:
+        """Packed weights through the load-path dequantizer (hwsim/wq.py)."""
+        from .wq import dequantize
+
+        stored = self.dram[ins.src.buffer].read(ins.src, q, seq, clock)
+        scales = self._get(ins.scales, q, seq, clock)
+        values = dequantize(stored, scales, ins.bits, ins.group, ins.phase, ins.fmt)
         self._put(ins.dst, values, q, seq, clock)
 
     def _store(self, ins: Store, q: int, seq: int, clock: Clock) -> None:
@@ -160,7 +171,8 @@ class Machine:
 
     def _requantize(self, ins: Requantize, q: int, seq: int, clock: Clock) -> None:
         x = self._get(ins.src, q, seq, clock)
-        y = semantics.requantize(x, ins.multiplier, ins.shift, ins.zero_point, ins.rounding)
+        lo, hi = INT_RANGE[ins.dst.dtype]
+        y = semantics.requantize(x, ins.multiplier, ins.shift, ins.zero_point, ins.rounding, lo, hi)
         self._put(ins.dst, y, q, seq, clock)
 
     def outputs(self, program: Program) -> dict[str, np.ndarray]:

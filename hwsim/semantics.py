@@ -94,12 +94,20 @@ def matmul(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, integer: bool) 
 
 
 def requantize(
-    x: np.ndarray, multiplier: int, shift: int, zero_point: int, rounding: str
+    x: np.ndarray,
+    multiplier: int,
+    shift: int,
+    zero_point: int,
+    rounding: str,
+    lo: int = -128,
+    hi: int = 127,
 ) -> np.ndarray:
-    """round(x * multiplier / 2**shift) + zero_point, saturated to i8.
+    """round(x * multiplier / 2**shift) + zero_point, saturated to [lo, hi] (the
+    destination's range: i8 by default, or i32).
 
     Exact in int64 (|x * multiplier| < 2**62). `away` rounds halves away from zero,
-    `even` rounds halves to the even neighbour.
+    `even` rounds halves to the even neighbour. eqsat.quant.fixedpoint is the same
+    arithmetic (tests/quant/test_int_semantics.py checks them against each other).
     """
     p = x.astype(np.int64) * np.int64(multiplier)
     if shift == 0:
@@ -112,4 +120,4 @@ def requantize(
         rem = p - (q << np.int64(shift))
         half = np.int64(1) << np.int64(shift - 1)
         q = q + ((rem > half) | ((rem == half) & (q & 1 == 1)))
-    return np.clip(q + zero_point, -128, 127)
+    return np.clip(q + zero_point, lo, hi)

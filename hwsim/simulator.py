@@ -39,6 +39,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Program,
     Store,
@@ -295,6 +296,8 @@ def dram_traffic(ins: Instr) -> tuple[int, int]:
         return ins.index.rows * ins.src.cols * ins.dst.itemsize, 0
     if isinstance(ins, Load):
         return ins.src.rows * ins.src.cols * ins.dst.itemsize, 0
+    if isinstance(ins, LoadDq):  # packed i8 bytes
+        return ins.src.rows * ins.src.cols, 0
     if isinstance(ins, Store):
         return 0, ins.dst.rows * ins.dst.cols * ins.src.itemsize
     return 0, 0

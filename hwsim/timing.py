@@ -5,6 +5,7 @@ sums these same formulas over the instructions a kernel would issue. With R x C 
 array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
 
     DMA (load/store of n bytes)   occupies its queue  I + ceil(n / B)
+                                  (loaddq: n = the packed weight bytes it reads)
                                   and the DRAM channel ceil(n / B); its data is
                                   usable dram_latency cycles after the transfer.
     gather of r rows of n bytes   I + r * ceil(n / B): each row is its own burst
@@ -32,6 +33,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Reduce,
@@ -120,6 +122,28 @@ def matmul_cycles(hw: Hardware, dtype: str, m: int, n: int, k: int) -> int:
     return hw.issue_cycles + matmul_folds(hw, n, k) * stream + hw.array_rows + hw.array_cols
 
 
+def gemv_cycles(hw: Hardware, n: int, k: int) -> int:
+    """Cycles of a matrix-vector step x[1,k] @ B[k,n] on the vector unit, as the GEMM
+    loop emits it (backend/gemm.py): B *= x as a column (in place), a tree of in-place
+    adds folding B's rows in halves down to one, then that row moved or added into the
+    accumulator row."""
+    cycles = vector_cycles(hw, k * n, "mul")
+    rows = k
+    while rows > 1:
+        half = rows // 2
+        cycles += vector_cycles(hw, half * n, "add")
+        rows -= half
+    return cycles + vector_cycles(hw, n, "add")  # a move (overwrite) costs the same
+
+
+def gemv_on_vector(hw: Hardware, dtype: str, m: int, n: int, k: int) -> bool:
+    """Whether a GEMM of one row (m = 1, a decode step's projections) at tile n x k runs
+    its products on the vector unit: in f32 (the vector unit's own type) where that is
+    faster than the array, whose weight preload (R cycles per R x C block, whatever m)
+    streams fewer bytes per cycle than a wide DRAM channel delivers."""
+    return m == 1 and dtype == "f32" and gemv_cycles(hw, n, k) < matmul_cycles(hw, dtype, m, n, k)
+
+
 def vector_cycles(hw: Hardware, elements: int, op: str = "copy") -> int:
     """Cycles of one elementwise vector instruction over `elements` outputs."""
     return hw.issue_cycles + math.ceil(elements * OP_PASSES[op] / hw.vector_lanes)
@@ -139,6 +163,8 @@ def instruction_cost(hw: Hardware, ins: Instr) -> tuple[str, int]:
     match ins:
         case Load():
             return "load", dma_cycles(hw, ins.src.rows * ins.src.cols * ins.dst.itemsize)
+        case LoadDq():  # the dequantizer keeps pace with the DMA of the packed bytes
+            return "load", dma_cycles(hw, ins.src.rows * ins.src.cols)
         case Gather():
             return "load", gather_cycles(hw, ins.index.rows, ins.src.cols * ins.dst.itemsize)
         case Store():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .dtypes import DTYPES, is_float
+from .dtypes import DTYPES, INT_RANGE, is_float
 from .isa import (
     ACTS,
     BCASTS,
@@ -29,6 +29,7 @@ from .isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -125,6 +126,31 @@ def _gather(ins: Gather, bufs: dict[str, Buffer]) -> str | None:
     return None
 
 
+def _load_dq(ins: LoadDq, bufs: dict[str, Buffer]) -> str | None:
+    """Packed weights (i8 storage) into an f32/bf16 sram tile, scales an f32 sram tile
+    with one row per group the tile's rows touch (hwsim/wq.py)."""
+    if (p := dram_problem(ins.src, bufs, False)) is not None:
+        return p
+    dst, sc = ins.dst, ins.scales
+    if bufs[ins.src.buffer].dtype != "i8" or dst.dtype not in ("f32", "bf16"):
+        return "loaddq reads an i8 (packed) buffer into an f32 or bf16 tile"
+    if ins.bits not in (4, 8) or ins.group < 1 or not 0 <= ins.phase < ins.group:
+        return "loaddq needs bits 4 or 8, group >= 1 and 0 <= phase < group"
+    if ins.fmt not in ("int", "e4m3") or (ins.fmt == "e4m3" and ins.bits != 8):
+        return f"loaddq fmt is int or e4m3 (8 bits), got {ins.fmt} with bits {ins.bits}"
+    if (ins.src.rows * 8, ins.src.cols) != (dst.rows * ins.bits, dst.cols):
+        return (
+            f"loaddq of {ins.src.rows}x{ins.src.cols} bytes of {ins.bits}-bit weights does "
+            f"not fill a {dst.rows}x{dst.cols} tile"
+        )
+    groups = (ins.phase + dst.rows - 1) // ins.group + 1
+    if sc.dtype != "f32" or (sc.rows, sc.cols) != (groups, dst.cols):
+        return f"loaddq scales must be an f32 {groups}x{dst.cols} tile"
+    if dst.space != "sram" or sc.space != "sram":
+        return "loaddq reads its scales from and writes its tile to sram"
+    return None
+
+
 def _matmul(ins: Matmul) -> str | None:
     a, b, acc = ins.a, ins.b, ins.acc
     if ins.mode not in MODES:
@@ -195,12 +221,16 @@ def _select(ins: Select) -> str | None:
 
 
 def _requantize(ins: Requantize) -> str | None:
-    if ins.src.dtype != "i32" or ins.dst.dtype != "i8":
-        return f"requantize maps i32 to i8, not {ins.src.dtype} to {ins.dst.dtype}"
+    if ins.src.dtype != "i32" or ins.dst.dtype not in ("i8", "i32"):
+        return f"requantize maps i32 to i8 or i32, not {ins.src.dtype} to {ins.dst.dtype}"
     if not 0 <= ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
         return "requantize needs 0 <= multiplier < 2**31 and 0 <= shift <= 62"
-    if not -128 <= ins.zero_point <= 127 or ins.rounding not in ROUNDINGS:
-        return f"requantize needs zero_point in [-128, 127] and rounding in {ROUNDINGS}"
+    lo, hi = INT_RANGE[ins.dst.dtype]
+    if not lo <= ins.zero_point <= hi or ins.rounding not in ROUNDINGS:
+        return (
+            f"requantize needs zero_point in [{lo}, {hi}] ({ins.dst.dtype}) and rounding "
+            f"in {ROUNDINGS}"
+        )
     return _same(ins.dst, ins.src)
 
 
@@ -253,6 +283,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return _store(ins, buffers)
         case Gather():
             return _gather(ins, buffers)
+        case LoadDq():
+            return _load_dq(ins, buffers)
         case Matmul():
             return _matmul(ins)
         case Move():

@@ -159,28 +159,42 @@ def conv_acc(em: Emitter, x: Val, w: Val, ap: Apply, acc_type: str, x_zero: int)
 
 def _k_loop(em: Emitter, a: Val, b: Val, init: str, tk: int, hint: str) -> str:
     """a @ b as scf.for over K in steps of tk, a linalg.matmul per step accumulating
-    into the loop-carried tile (--emit mlir-tiled)."""
+    into the loop-carried tile (--emit mlir-tiled).
+
+    The first step is peeled: the loop starts from the product of the first K slice.
+    Started from the zero fill instead, the loop's initial value depends on nothing,
+    and IREE 3.13 may schedule that fill in one execution partition with work that
+    comes after the loop ("failed to schedule execution partitions without cyclic
+    dependencies"; seen on the datacenter BERT layer)."""
     func = em.func
     (m, k), n = a.shape, b.shape[1]
     out_t = tensor_type((m, n), "f32")
-    lo, hi, step = (func.emit(f"arith.constant {v} : index", "c") for v in (0, k, tk))
+    a_t, b_t = tensor_type((m, tk), a.dtype), tensor_type((tk, n), b.dtype)
+
+    def step(kk: str, acc: str, name_hint: str) -> str:
+        a_s = func.emit(
+            f"tensor.extract_slice {a.name}[0, {kk}] [{m}, {tk}] [1, 1] : {a.type} to {a_t}",
+            "a_k",
+        )
+        b_s = func.emit(
+            f"tensor.extract_slice {b.name}[{kk}, 0] [{tk}, {n}] [1, 1] : {b.type} to {b_t}",
+            "b_k",
+        )
+        return func.emit(
+            f"linalg.matmul ins({a_s}, {b_s} : {a_t}, {b_t}) outs({acc} : {out_t}) -> {out_t}",
+            name_hint,
+        )
+
+    first = step(func.emit("arith.constant 0 : index", "c"), init, f"{hint}.first")
+    lo, hi, stride = (func.emit(f"arith.constant {v} : index", "c") for v in (tk, k, tk))
     kk, acc = func.fresh("k"), func.fresh("acc")
     name = func.fresh(hint)
     func.lines.append(
-        f"{name} = scf.for {kk} = {lo} to {hi} step {step} iter_args({acc} = {init}) "
+        f"{name} = scf.for {kk} = {lo} to {hi} step {stride} iter_args({acc} = {first}) "
         f"-> ({out_t}) {{"
     )
-    a_t, b_t = tensor_type((m, tk), a.dtype), tensor_type((tk, n), b.dtype)
-    a_s = func.emit(
-        f"tensor.extract_slice {a.name}[0, {kk}] [{m}, {tk}] [1, 1] : {a.type} to {a_t}", "a_k"
-    )
-    b_s = func.emit(
-        f"tensor.extract_slice {b.name}[{kk}, 0] [{tk}, {n}] [1, 1] : {b.type} to {b_t}", "b_k"
-    )
-    step_out = func.emit(
-        f"linalg.matmul ins({a_s}, {b_s} : {a_t}, {b_t}) outs({acc} : {out_t}) -> {out_t}",
-        f"{hint}.step",
-    )
-    func.lines.append(f"  scf.yield {step_out} : {out_t}")
+    with func.indented():
+        step_out = step(kk, acc, f"{hint}.step")
+        func.lines.append(f"scf.yield {step_out} : {out_t}")
     func.lines.append(f"}}{func.loc}")
     return name

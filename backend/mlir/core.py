@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -157,14 +158,71 @@ def _fbits(dtype: str) -> int:
     return {"bf16": 16, "f32": 32, "f64": 64}[dtype]
 
 
+class _Lines(list):
+    """The body's lines; those appended inside `Func.indented()` are indented, so that
+    a loop's body reads as nested."""
+
+    depth = 0
+
+    def append(self, line: str) -> None:
+        super().append("  " * self.depth + line)
+
+    def extend(self, lines) -> None:
+        for line in lines:
+            self.append(line)
+
+
 class Func:
     """One func.func being written."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.lines: list[str] = []
+        self.lines: list[str] = _Lines()
         self.used: set[str] = set()
         self.loc: str = ""  # the location suffix of ops being emitted now
+        self.sizes: dict[object, str] = {}  # SSA index value of each dynamic extent
+
+    def define_dims(self, args: Sequence[Val]) -> None:
+        """Read each dynamic dimension's value off the first argument that has it
+        (`tensor.dim`, divided by the axis's constant factor), at the top of the body."""
+        for v in args:
+            for axis, d in enumerate(v.shape):
+                if isinstance(d, int) or len(d.names) != 1:
+                    continue
+                base = type(d)(1, d.names)
+                if base in self.sizes:
+                    continue
+                c = self.emit(f"arith.constant {axis} : index", "c")
+                extent = self.emit(f"tensor.dim {v.name}, {c} : {v.type}", d.names[0])
+                if d.coef != 1:
+                    self.sizes[d] = extent
+                    k = self.emit(f"arith.constant {d.coef} : index", "c")
+                    extent = self.emit(f"arith.divui {extent}, {k} : index", d.names[0])
+                self.sizes[base] = extent
+
+    def size(self, d) -> str:
+        """An extent as an SSA index value (a constant for a static one)."""
+        if isinstance(d, int):
+            return self.emit(f"arith.constant {d} : index", "c")
+        if d not in self.sizes:
+            value = None
+            for name in d.names:
+                base = type(d)(1, (name,))
+                if base not in self.sizes:
+                    raise MlirEmitError(
+                        f"dimension {name} is dynamic but no argument has it as an axis of "
+                        "its own: its value cannot be read at run time"
+                    )
+                value = (
+                    self.sizes[base]
+                    if value is None
+                    else self.emit(f"arith.muli {value}, {self.sizes[base]} : index", "size")
+                )
+            if d.coef != 1:
+                k = self.emit(f"arith.constant {d.coef} : index", "c")
+                value = self.emit(f"arith.muli {value}, {k} : index", "size")
+            self.sizes[d] = value
+        return self.sizes[d]
 
     def fresh(self, hint: str) -> str:
         base = ssa_safe(hint)
@@ -174,6 +232,15 @@ class Func:
         self.used.add(name)
         return f"%{name}"
 
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        """Lines emitted inside are one level deeper (a loop's body)."""
+        self.lines.depth += 1
+        try:
+            yield
+        finally:
+            self.lines.depth -= 1
+
     def emit(self, text: str, hint: str) -> str:
         name = self.fresh(hint)
         self.lines.append(f"{name} = {text}{self.loc}")
@@ -182,7 +249,8 @@ class Func:
     # ------------------------------------------------------------- tensors
 
     def empty(self, shape: Sequence[int], dtype: str) -> str:
-        return self.emit(f"tensor.empty() : {tensor_type(shape, dtype)}", "empty")
+        dynamic = ", ".join(self.size(d) for d in shape if not isinstance(d, int))
+        return self.emit(f"tensor.empty({dynamic}) : {tensor_type(shape, dtype)}", "empty")
 
     def scalar(self, value: float | int, dtype: str) -> str:
         return self.emit(f"arith.constant {scalar_literal(value, dtype)} : {dtype}", "cst")

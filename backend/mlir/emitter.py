@@ -8,7 +8,7 @@ pointing at the model file's lines when the caller gives them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,13 +89,22 @@ def emit_mlir(
     source: str | None = None,
     consts: Mapping[str, np.ndarray] | None = None,
     tiled: bool = False,
+    shapes: Sequence[tuple] | None = None,
 ) -> MlirModule:
     """`graph` as MLIR text. `locations` maps statement and leaf names to (line, col)
     in `source` (the model file); nodes without a name take their first named
     user's location. `consts` are param values known at compile time (the quantized
     params): they stay arguments, and only ops that need compile-time values (the
     per-channel requantization tables) read them. `tiled`: the extracted GEMM tiles as
-    scf loops (tiled.py)."""
+    scf loops (tiled.py). `shapes`: per node, its shape with dynamic axes as
+    dynamic.Sym (dynamic.symbolic_shapes); such axes are written `?`."""
+    if shapes is not None and tiled:
+        raise MlirEmitError("--emit mlir-tiled needs static shapes: drop the dynamic dims")
+    shape_of = (
+        (lambda i: tuple(shapes[i]))
+        if shapes is not None
+        else (lambda i: graph.nodes[i].type.shape)
+    )
     func = Func(func_name)
     em = Emitter(graph, func)
     em.tiled = tiled
@@ -109,19 +118,29 @@ def emit_mlir(
     for i, node in graph.inputs + graph.params:
         name = str(node.attr("name"))
         ssa = func.fresh(name)
-        shape, dtype = node.type.shape, node.type.dtype.value
+        shape, dtype = shape_of(i), node.type.dtype.value
         values[i] = Val(ssa, shape, dtype)
         if consts and name in consts:
             em.known[ssa] = np.asarray(consts[name])
         args.append((name, ssa, shape, dtype, locs.get(i, "")))
+    func.define_dims([values[i] for i, _ in graph.inputs + graph.params])
 
     for i, node in graph:
         if not live[i] or values[i] is not None:
             continue
         func.loc = locs.get(i, "")
         hint = node.name or (f"{owners[i]}.{node.op}" if i in owners else node.op)
-        ap = Apply(node.op, node.attr_dict, node.type.shape, node.type.dtype.value, hint)
-        values[i] = _emit_node(em, graph, node, ap, [values[j] for j in node.inputs])
+        ap = Apply(node.op, node.attr_dict, shape_of(i), node.type.dtype.value, hint)
+        try:
+            values[i] = _emit_node(em, graph, node, ap, [values[j] for j in node.inputs])
+        except (TypeError, ValueError) as err:
+            if shapes is None or all(isinstance(d, int) for d in ap.shape):
+                raise
+            where = f"'{node.name}' ({node.op})" if node.name else f"a {node.op}"
+            raise MlirEmitError(
+                f"{where} cannot take a dynamic dim yet ({err}); emit the model for one "
+                "value of the dimension"
+            ) from None
         em.node_of.setdefault(values[i].name, i)
     func.loc = ""
 

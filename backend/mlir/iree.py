@@ -7,6 +7,7 @@ are imported on use."""
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,10 @@ COMPILE_FLAGS = ("--iree-global-opt-use-im2col-for-convs",)
 
 class IreeMissing(RuntimeError):
     """The iree extra is not installed."""
+
+
+class IreeCompileError(RuntimeError):
+    """iree-compile refused the module; the message holds its first diagnostics."""
 
 
 def iree_available() -> bool:
@@ -46,12 +51,27 @@ def compile_vmfb(text: str, cpu: str = "host") -> bytes:
         ) from err
     key = hashlib.sha256(f"{cpu}\n{COMPILE_FLAGS}\n{text}".encode()).hexdigest()
     if key not in _CACHE:
-        _CACHE[key] = compiler.compile_str(
-            text,
-            target_backends=["llvm-cpu"],
-            extra_args=[f"--iree-llvmcpu-target-cpu={cpu}", *COMPILE_FLAGS],
-        )
+        try:
+            _CACHE[key] = compiler.compile_str(
+                text,
+                target_backends=["llvm-cpu"],
+                extra_args=[f"--iree-llvmcpu-target-cpu={cpu}", *COMPILE_FLAGS],
+            )
+        except compiler.CompilerToolError as err:
+            raise IreeCompileError(_diagnostics(str(err))) from None
     return _CACHE[key]
+
+
+def _diagnostics(message: str, keep: int = 3) -> str:
+    """The error lines of iree-compile's output (the module text it echoes dropped)."""
+    errors = [line.strip() for line in message.splitlines() if ": error: " in line]
+    shown = []
+    for line in errors[:keep]:
+        where, text = line.split(": error: ", 1)
+        at = re.search(r":(\d+):(\d+)$", where)  # <stdin>:LINE:COL
+        shown.append(f"line {at[1]}, column {at[2]}: {text}" if at else text)
+    more = f" (and {len(errors) - keep} more)" if len(errors) > keep else ""
+    return "IREE could not compile the module: " + ("; ".join(shown) or "no diagnostics") + more
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from eqsat.ir.types import DType
 from eqsat.ops.spatial import fill_value
 
-from .core import Body, Val, broadcast_map, identity_map, is_float, tensor_type
+from .core import Body, MlirEmitError, Val, broadcast_map, identity_map, is_float, tensor_type
 
 if TYPE_CHECKING:
     from .emitter import Apply, Emitter
@@ -68,7 +68,7 @@ def expand_to(em: Emitter, v: Val, shape: Sequence[int], hint: str) -> Val:
     if groups is None:
         return reshape_val(em, v, shape, hint)
     t = tensor_type(shape, v.dtype)
-    out = ", ".join(map(str, shape))
+    out = ", ".join(str(d) if isinstance(d, int) else em.func.size(d) for d in shape)
     name = em.func.emit(
         f"tensor.expand_shape {v.name} {_assoc(groups)} output_shape [{out}] : {v.type} into {t}",
         hint,
@@ -139,11 +139,15 @@ def emit_concat(em: Emitter, ap: Apply, args: list[Val]) -> Val:
 def slice_val(em: Emitter, x: Val, starts: Sequence[int], sizes: Sequence[int], hint: str) -> Val:
     if tuple(sizes) == x.shape:
         return x
+    for start, size, extent in zip(starts, sizes, x.shape, strict=True):
+        if not isinstance(size, int) and (start != 0 or size != extent):
+            raise MlirEmitError("a slice along a dynamic dim (only whole dynamic axes)")
     t = tensor_type(sizes, x.dtype)
     ones = ", ".join("1" for _ in sizes)
+    written = ", ".join(str(d) if isinstance(d, int) else em.func.size(d) for d in sizes)
     name = em.func.emit(
         f"tensor.extract_slice {x.name}[{', '.join(map(str, starts))}] "
-        f"[{', '.join(map(str, sizes))}] [{ones}] : {x.type} to {t}",
+        f"[{written}] [{ones}] : {x.type} to {t}",
         hint,
     )
     return Val(name, tuple(sizes), x.dtype)

@@ -16,7 +16,7 @@ from eqsat.ops.spatial import lowest, window2d
 from .core import Body, Val, affine_map, identity_map, is_float, tensor_type
 from .ewise import convert
 from .layout import expand_to, pad_value, slice_val
-from .scalar import Scalar, narrow
+from .scalar import WIDE, Scalar, narrow, widen
 
 if TYPE_CHECKING:
     from .emitter import Apply, Emitter
@@ -30,12 +30,13 @@ def reduce_val(
     hint: str,
     term: Callable[[Body, Scalar], Scalar] | None = None,
 ) -> Val:
-    """x reduced over `axes` (dropped from the shape): kind sum or max; floats in f32.
+    """x reduced over `axes` (dropped from the shape): kind sum or max; floats in f32,
+    integer sums exactly in i64 (the caller narrows, saturating).
     `term` maps each element before it is accumulated (x*x for a mean square)."""
     rank = x.rank
     kept = [d for d in range(rank) if d not in axes]
     order = kept + list(axes)  # iteration dims: kept (parallel), then reduced
-    acc_type = "f32" if is_float(x.dtype) else x.dtype
+    acc_type = "f32" if is_float(x.dtype) else (WIDE if kind == "sum" else x.dtype)
     shape = tuple(x.shape[d] for d in kept)
     in_map = affine_map(rank, [f"d{order.index(d)}" for d in range(rank)])
     out_map = affine_map(rank, [f"d{i}" for i in range(len(kept))])
@@ -51,7 +52,10 @@ def reduce_val(
         v = b.args[0]
         if term is not None:
             v = term(b, v)
-        value = b.to_float(v[0], v[1]) if acc_type == "f32" else v[0]
+        if acc_type == "f32":
+            value = b.to_float(v[0], v[1])
+        else:
+            value = widen(b, v[0], v[1]) if acc_type == WIDE else v[0]
         acc = b.args[-1][0]
         if kind == "sum":
             return b.op(
@@ -301,7 +305,7 @@ def emit_cumsum(em: Emitter, ap: Apply, args: list[Val]) -> Val:
     x = args[0]
     axis, rank = int(ap.attrs["axis"]), x.rank
     exclusive, reverse = bool(ap.attrs["exclusive"]), bool(ap.attrs["reverse"])
-    acc_type = "f32" if is_float(x.dtype) else x.dtype
+    acc_type = "f32" if is_float(x.dtype) else WIDE  # integers: exact, then saturated
     n = rank + 1  # d0..d{rank-1} output, d{rank} the summed position j
     in_map = affine_map(n, [f"d{rank}" if d == axis else f"d{d}" for d in range(rank)])
     out_map = affine_map(n, [f"d{d}" for d in range(rank)])
@@ -319,7 +323,7 @@ def emit_cumsum(em: Emitter, ap: Apply, args: list[Val]) -> Val:
             zero = b.const(0.0, "f32")
             add = "addf"
         else:
-            value, zero, add = v, b.const(0, t), "addi"
+            value, zero, add = widen(b, v, t), b.const(0, WIDE), "addi"
         term = b.op(f"arith.select {take}, {value}, {zero} : {acc_type}")
         return b.op(f"arith.{add} {acc}, {term} : {acc_type}")
 

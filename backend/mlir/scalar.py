@@ -3,8 +3,10 @@
 One table, registry op name -> writer. A writer gets the body, its operands as
 (ssa, element type) and the op's attributes, and returns (ssa, element type) of its
 result. Floating-point ops compute in f32 (the reference interpreter widens bf16 to
-f32 too); the caller narrows to the node's dtype. Integer ops compute in their type
-with the interpreter's semantics (wrapping, division by zero is 0)."""
+f32 too); the caller narrows to the node's dtype. Integer ops have the interpreter's
+and hwsim's semantics (eqsat/quant/fixedpoint.py): computed exactly in i64 and
+saturated to their type (division by zero is 0); only an integer matrix product's i32
+accumulator wraps (linalg.quantized_matmul)."""
 
 from __future__ import annotations
 
@@ -21,31 +23,54 @@ Scalar = tuple[str, str]  # (ssa name, element type)
 Writer = Callable[[Body, list[Scalar], Mapping], Scalar]
 
 
+WIDE = "i64"  # integer results are computed exactly in it, then saturated
+
+
 def narrow(b: Body, v: Scalar, dtype: str) -> str:
-    """A computed scalar as `dtype` (the node's element type)."""
+    """A computed scalar as `dtype` (the node's element type); a wider integer
+    saturates into a narrower one."""
     value, have = v
     if have == dtype:
         return value
     if is_float(have) and is_float(dtype):
         return b.to_float(value, have, dtype)
     if not is_float(have) and not is_float(dtype):
-        wide = _bits(have) < _bits(dtype)
-        return b.op(f"arith.{'extsi' if wide else 'trunci'} {value} : {have} to {dtype}")
+        if _bits(have) < _bits(dtype):
+            return b.op(f"arith.extsi {value} : {have} to {dtype}")
+        return saturate(b, value, have, dtype)
     raise MlirEmitError(f"internal: cannot narrow {have} to {dtype}")
+
+
+def saturate(b: Body, value: str, have: str, dtype: str) -> str:
+    """An integer of type `have` clamped to `dtype`'s range and truncated to it."""
+    lo, hi = INT_RANGE[dtype]
+    c = b.op(f"arith.maxsi {value}, {b.const(lo, have)} : {have}")
+    c = b.op(f"arith.minsi {c}, {b.const(hi, have)} : {have}")
+    return b.op(f"arith.trunci {c} : {have} to {dtype}")
+
+
+def widen(b: Body, value: str, have: str) -> str:
+    return value if have == WIDE else b.op(f"arith.extsi {value} : {have} to {WIDE}")
 
 
 def _bits(dtype: str) -> int:
     return int(dtype[1:])
 
 
-def _float_binary(op: str, int_op: str | None) -> Writer:
+def _float_binary(op: str, int_op: str | None, exact: bool = False) -> Writer:
+    """`exact`: the integer op can leave the type's range (add, sub, mul): computed in
+    i64 and saturated."""
+
     def write(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
-        (a, ta), (c, _) = xs
+        (a, ta), (c, tc) = xs
         if is_float(ta):
             return b.op(f"arith.{op} {f32(b, xs[0])}, {f32(b, xs[1])} : f32"), "f32"
         if int_op is None:
             raise MlirEmitError(f"integer operands of arith.{op}")
-        return b.op(f"arith.{int_op} {a}, {c} : {ta}"), ta
+        if not exact:
+            return b.op(f"arith.{int_op} {a}, {c} : {ta}"), ta
+        wide = b.op(f"arith.{int_op} {widen(b, a, ta)}, {widen(b, c, tc)} : {WIDE}")
+        return saturate(b, wide, WIDE, ta), ta
 
     return write
 
@@ -54,16 +79,16 @@ def _div(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
     (a, t), (c, _) = xs
     if is_float(t):
         return b.op(f"arith.divf {f32(b, xs[0])}, {f32(b, xs[1])} : f32"), "f32"
-    # truncated toward zero, x / 0 = 0, min / -1 wraps (divsi would be undefined)
-    zero, one, minus = b.const(0, t), b.const(1, t), b.const(-1, t)
-    is_zero = b.op(f"arith.cmpi eq, {c}, {zero} : {t}")
-    is_minus = b.op(f"arith.cmpi eq, {c}, {minus} : {t}")
-    bad = b.op(f"arith.ori {is_zero}, {is_minus} : i1")
-    safe = b.op(f"arith.select {bad}, {one}, {c} : {t}")
-    q = b.op(f"arith.divsi {a}, {safe} : {t}")
-    negated = b.op(f"arith.subi {zero}, {a} : {t}")
-    q = b.op(f"arith.select {is_minus}, {negated}, {q} : {t}")
-    return b.op(f"arith.select {is_zero}, {zero}, {q} : {t}"), t
+    # truncated toward zero in i64 (where min / -1 does not overflow), x / 0 = 0,
+    # saturated to the type
+    w = WIDE
+    wa, wc = widen(b, a, t), widen(b, c, xs[1][1])
+    zero = b.const(0, w)
+    is_zero = b.op(f"arith.cmpi eq, {wc}, {zero} : {w}")
+    safe = b.op(f"arith.select {is_zero}, {b.const(1, w)}, {wc} : {w}")
+    q = b.op(f"arith.divsi {wa}, {safe} : {w}")
+    q = b.op(f"arith.select {is_zero}, {zero}, {q} : {w}")
+    return saturate(b, q, w, t), t
 
 
 def _unary_math(op: str, int_op: str | None = None) -> Writer:
@@ -72,7 +97,8 @@ def _unary_math(op: str, int_op: str | None = None) -> Writer:
         if not is_float(t):
             if int_op is None:
                 raise MlirEmitError(f"integer operand of {op}")
-            return b.op(f"{int_op} {x} : {t}"), t
+            # |min| leaves the type: computed in i64, saturated
+            return saturate(b, b.op(f"{int_op} {widen(b, x, t)} : {WIDE}"), WIDE, t), t
         return b.op(f"{op} {f32(b, xs[0])} : f32"), "f32"
 
     return write
@@ -82,7 +108,8 @@ def _neg(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
     x, t = xs[0]
     if is_float(t):
         return b.op(f"arith.negf {f32(b, xs[0])} : f32"), "f32"
-    return b.op(f"arith.subi {b.const(0, t)}, {x} : {t}"), t
+    negated = b.op(f"arith.subi {b.const(0, WIDE)}, {widen(b, x, t)} : {WIDE}")
+    return saturate(b, negated, WIDE, t), t
 
 
 def _relu(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
@@ -186,19 +213,29 @@ def _pow(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
 
 
 def _int_pow(b: Body, xs: list[Scalar]) -> str:
-    """a ** b wrapping in the type (square and multiply over every bit of b >= 0);
-    b < 0: 1 for a == 1, +-1 for a == -1 by b's parity, else 0 (eqsat.ops.mathfn)."""
+    """a ** b saturated to the type (square and multiply over every bit of b >= 0, in
+    i64 with each product clamped to +-(2^31 + 1): a clamped value is already beyond
+    every integer type's range, keeps its sign, and two of them multiply within i64;
+    a product that ends in range never passed through a clamp). b < 0: 1 for a == 1,
+    +-1 for a == -1 by b's parity, else 0 (eqsat.ops.mathfn.int_pow)."""
     (a, t), (e, _) = xs
+    w = WIDE
     zero, one = b.const(0, t), b.const(1, t)
+    bound_hi, bound_lo = b.const(2**31 + 1, w), b.const(-(2**31) - 1, w)
+
+    def clamped_product(x: str, y: str) -> str:
+        p = b.op(f"arith.muli {x}, {y} : {w}")
+        p = b.op(f"arith.maxsi {p}, {bound_lo} : {w}")
+        return b.op(f"arith.minsi {p}, {bound_hi} : {w}")
+
     exp = b.op(f"arith.maxsi {e}, {zero} : {t}")
-    result, base = one, a
+    result, base = b.const(1, w), widen(b, a, t)
     for bit in range(int(t[1:]) - 1):
         shifted = b.op(f"arith.shrsi {exp}, {b.const(bit, t)} : {t}")
         set_ = b.op(f"arith.cmpi ne, {b.op(f'arith.andi {shifted}, {one} : {t}')}, {zero} : {t}")
-        result = b.op(
-            f"arith.select {set_}, {b.op(f'arith.muli {result}, {base} : {t}')}, {result} : {t}"
-        )
-        base = b.op(f"arith.muli {base}, {base} : {t}")
+        result = b.op(f"arith.select {set_}, {clamped_product(result, base)}, {result} : {w}")
+        base = clamped_product(base, base)
+    power = saturate(b, result, w, t)
     minus = b.const(-1, t)
     odd = b.op(f"arith.cmpi ne, {b.op(f'arith.andi {e}, {one} : {t}')}, {zero} : {t}")
     sign = b.op(f"arith.select {odd}, {minus}, {one} : {t}")
@@ -207,7 +244,7 @@ def _int_pow(b: Body, xs: list[Scalar]) -> str:
     inverse = b.op(f"arith.select {is_minus}, {sign}, {zero} : {t}")
     inverse = b.op(f"arith.select {is_one}, {one}, {inverse} : {t}")
     negative = b.op(f"arith.cmpi slt, {e}, {zero} : {t}")
-    return b.op(f"arith.select {negative}, {inverse}, {result} : {t}")
+    return b.op(f"arith.select {negative}, {inverse}, {power} : {t}")
 
 
 def _mask(b: Body, flag: str) -> Scalar:
@@ -287,9 +324,9 @@ def _identity(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
 
 
 SCALAR: dict[str, Writer] = {
-    "add": _float_binary("addf", "addi"),
-    "sub": _float_binary("subf", "subi"),
-    "mul": _float_binary("mulf", "muli"),
+    "add": _float_binary("addf", "addi", exact=True),
+    "sub": _float_binary("subf", "subi", exact=True),
+    "mul": _float_binary("mulf", "muli", exact=True),
     "div": _div,
     "maximum": _float_binary("maximumf", "maxsi"),
     "minimum": _float_binary("minimumf", "minsi"),

@@ -33,6 +33,7 @@ from .reduce import (
     emit_softmax,
 )
 from .scalar import SCALAR
+from .weight_only import emit_folded_weights, emit_matmul_wq, emit_wobserve
 
 if TYPE_CHECKING:
     from .core import Val
@@ -66,5 +67,9 @@ EMITTERS: dict[str, EmitFn] = {
     "qmatmul": emit_qmatmul,
     "qconv2d": emit_qconv2d,
     "requantize_pc": emit_requantize_pc,
+    "matmul_wq": emit_matmul_wq,
+    "wq_pack": emit_folded_weights,
+    "wq_scales": emit_folded_weights,
+    "wobserve": emit_wobserve,
 }
 EMITTERS.update({name: emit_fused for name, op in REGISTRY.items() if op.kind is OpKind.FUSED})

@@ -79,38 +79,41 @@ def emit_tiled(em: Emitter, ap: Apply, args: list[Val]) -> Val:
         f"{name} = scf.for {i} = {zero} to {rows} step {step_m} iter_args({outer} = {init}) "
         f"-> ({out_t}) {{"
     )
-    func.lines.append(
-        f"{row} = scf.for {j} = {zero} to {cols} step {step_n} iter_args({inner} = {outer}) "
-        f"-> ({out_t}) {{"
-    )
-    x_t = _slice(em, x2, (i, "0"), (tm, k), f"{ap.hint}.rows")
-    w_t = _slice(em, w, ("0", j), (k, tn), f"{ap.hint}.cols")
-    epi_t = [
-        _slice(
-            em,
-            v,
-            (i if v.shape[0] == m else "0", j if v.shape[1] == n else "0"),
-            (tm if v.shape[0] == m else 1, tn if v.shape[1] == n else 1),
-            f"{ap.hint}.epilogue",
+    with func.indented():
+        func.lines.append(
+            f"{row} = scf.for {j} = {zero} to {cols} step {step_n} iter_args({inner} = {outer}) "
+            f"-> ({out_t}) {{"
         )
-        for v in epi2
-    ]
-    from .emitter import Apply
+    with func.indented(), func.indented():
+        x_t = _slice(em, x2, (i, "0"), (tm, k), f"{ap.hint}.rows")
+        w_t = _slice(em, w, ("0", j), (k, tn), f"{ap.hint}.cols")
+        epi_t = [
+            _slice(
+                em,
+                v,
+                (i if v.shape[0] == m else "0", j if v.shape[1] == n else "0"),
+                (tm if v.shape[0] == m else 1, tn if v.shape[1] == n else 1),
+                f"{ap.hint}.epilogue",
+            )
+            for v in epi2
+        ]
+        from .emitter import Apply
 
-    sub = Apply(ap.op, ap.attrs, (tm, tn), ap.dtype, f"{ap.hint}.tile")
-    em.tiled, em.k_tile = False, tk
-    try:
-        tile = EMITTERS[ap.op](em, sub, [x_t, w_t, *epi_t])
-    finally:
-        em.tiled, em.k_tile = True, 0
-    placed = func.emit(
-        f"tensor.insert_slice {tile.name} into {inner}[{i}, {j}] [{tm}, {tn}] [1, 1] : "
-        f"{tile.type} into {out_t}",
-        f"{ap.hint}.placed",
-    )
-    func.lines.append(f"scf.yield {placed} : {out_t}")
-    func.lines.append(f"}}{func.loc}")
-    func.lines.append(f"scf.yield {row} : {out_t}")
+        sub = Apply(ap.op, ap.attrs, (tm, tn), ap.dtype, f"{ap.hint}.tile")
+        em.tiled, em.k_tile = False, tk
+        try:
+            tile = EMITTERS[ap.op](em, sub, [x_t, w_t, *epi_t])
+        finally:
+            em.tiled, em.k_tile = True, 0
+        placed = func.emit(
+            f"tensor.insert_slice {tile.name} into {inner}[{i}, {j}] [{tm}, {tn}] [1, 1] : "
+            f"{tile.type} into {out_t}",
+            f"{ap.hint}.placed",
+        )
+        func.lines.append(f"scf.yield {placed} : {out_t}")
+    with func.indented():
+        func.lines.append(f"}}{func.loc}")
+        func.lines.append(f"scf.yield {row} : {out_t}")
     func.lines.append(f"}}{func.loc}")
     return expand_to(em, Val(name, (m, n), ap.dtype), ap.shape, ap.hint)
 

@@ -85,6 +85,25 @@ irdl.dialect @accel {
     irdl.attributes {"dst" = %tile1, "src" = %window2, "index" = %tile3, "wait" = %tokens5, "signal" = %tokens6}
   }
 
+  // loaddq: DMA of packed `bits`-bit weights (window `src` of i8 `buffer`) through the
+  // load-path dequantizer into tile `dst`, times the group scales of tile `scales`.
+  irdl.operation @dma_load_dq {
+    %tile1 = irdl.base @accel::@tile
+    %window2 = irdl.base @accel::@window
+    %tile3 = irdl.base @accel::@tile
+    %bits4 = irdl.base "#builtin.integer"
+    %group5 = irdl.base "#builtin.integer"
+    %phase6 = irdl.base "#builtin.integer"
+    %fmt_7 = irdl.is "int"
+    %fmt_8 = irdl.is "e4m3"
+    %fmt9 = irdl.any_of(%fmt_7, %fmt_8)
+    %dram10 = irdl.base "!builtin.memref"
+    %tokens11 = irdl.base "#builtin.array"
+    %tokens12 = irdl.base "#builtin.array"
+    irdl.operands(buffer: %dram10)
+    irdl.attributes {"dst" = %tile1, "src" = %window2, "scales" = %tile3, "bits" = %bits4, "group" = %group5, "phase" = %phase6, "fmt" = %fmt9, "wait" = %tokens11, "signal" = %tokens12}
+  }
+
   // store: DMA of tile `src` (cropped) to window `dst` of DRAM buffer `buffer` (store queue).
   irdl.operation @dma_store {
     %window1 = irdl.base @accel::@window

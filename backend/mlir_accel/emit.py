@@ -34,6 +34,7 @@ from hwsim.isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -52,6 +53,7 @@ from hwsim.isa import (
 OPS_OF_INSTR: dict[type[Instr], tuple[str, ...]] = {
     Load: ("dma_load",),
     Gather: ("dma_gather",),
+    LoadDq: ("dma_load_dq",),
     Store: ("dma_store",),
     Matmul: ("matmul",),
     Move: ("move",),
@@ -132,6 +134,11 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
         case Gather():
             attrs = [("dst", tile_attr(ins.dst)), ("src", window_attr(ins.src))]
             return "dma_gather", ins.src.buffer, [*attrs, ("index", tile_attr(ins.index))]
+        case LoadDq():
+            attrs = [("dst", tile_attr(ins.dst)), ("src", window_attr(ins.src))]
+            attrs.append(("scales", tile_attr(ins.scales)))
+            ints = [(k, _int(getattr(ins, k))) for k in ("bits", "group", "phase")]
+            return "dma_load_dq", ins.src.buffer, [*attrs, *ints, ("fmt", mlir_string(ins.fmt))]
         case Store():
             return (
                 "dma_store",

@@ -21,6 +21,7 @@ from hwsim.isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -86,13 +87,17 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
     a = op.attributes
     deps = {"wait": _tokens(a["wait"]), "signal": _tokens(a["signal"])}
     kind = op.name.removeprefix("accel.")
-    if kind in ("dma_load", "dma_gather", "dma_store"):
+    if kind in ("dma_load", "dma_gather", "dma_store", "dma_load_dq"):
         buffer = _buffer(op.operands[0], names)
         if kind == "dma_store":
             return Store(dst=_window(a["dst"], buffer), src=_tile(a["src"]), **deps)
         src, dst = _window(a["src"], buffer), _tile(a["dst"])
         if kind == "dma_gather":
             return Gather(dst=dst, src=src, index=_tile(a["index"]), **deps)
+        if kind == "dma_load_dq":
+            ints = {k: _int(a[k]) for k in ("bits", "group", "phase")}
+            fmt = _str(a["fmt"])
+            return LoadDq(dst=dst, src=src, scales=_tile(a["scales"]), **ints, fmt=fmt, **deps)
         return Load(dst=dst, src=src, **deps)
     match kind:
         case "kernel":

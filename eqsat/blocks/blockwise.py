@@ -141,7 +141,7 @@ def optimize_blockwise(
         graph=stitched,
         before=before,
         after=after,
-        saturation=_merged_saturation(runs),
+        saturation=_merged_saturation(runs, limits.node_limit),
         egraph_nodes=sum(o.nodes for o in runs),
         egraph_classes=sum(o.classes for o in runs),
         extraction=Extraction({}, float(after.cycles), (), (), extractor, _merged_status(runs)),
@@ -236,7 +236,7 @@ def _done_line(groups: list[list[Block]], o: BlockOutcome) -> str:
     )
 
 
-def _merged_saturation(outcomes) -> SaturationReport:
+def _merged_saturation(outcomes, node_limit: int = 0) -> SaturationReport:
     outcomes = list(outcomes)
     fired: Counter[str] = Counter()
     for o in outcomes:
@@ -244,6 +244,7 @@ def _merged_saturation(outcomes) -> SaturationReport:
     stops = [o.stop_reason for o in outcomes if o.stop_reason != SATURATED]
     report = SaturationReport(stop_reason=stops[0] if stops else SATURATED, rules_fired=fired)
     report.initial_nodes = sum(o.nodes for o in outcomes)
+    report.node_limit = node_limit  # the limit each block ran under (not "limit 0")
     return report
 
 

@@ -1,6 +1,7 @@
 """Subcommands of `eqsat`; each module has `add_parser(subparsers)`."""
 
 from eqsat.commands import (
+    bench,
     check,
     compile,
     diff,
@@ -28,6 +29,7 @@ COMMANDS = [
     ops,
     compile,
     simulate,
+    bench,
     profile,
     roofline,
     explain,

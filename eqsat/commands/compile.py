@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from eqsat.bundle import cli as bundle_cli
 from eqsat.commands.common import load_model_from_args
+from eqsat.commands.compile_stages import STAGES, emit_stage
+from eqsat.commands.mlir_dynamic import add_dynamic_flag, check_dynamic_flag, dynamic_shapes
 from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag
@@ -26,22 +29,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("model", metavar="MODEL", help="model file in the eqsat text format")
-    add_dim_flag(p)
+    add_dim_flag(p, ranges=True)
     add_optimize_flags(p)
     add_no_optimize_flag(p)
     p.add_argument(
-        "-o", "--output", metavar="OUT.asm", help="write the assembly here (default: stdout)"
+        "-o",
+        "--output",
+        metavar="OUT.asm|OUT.eqsb",
+        help="write the assembly here (default: stdout); a bundle (--dim NAME=LO..HI) "
+        "is written to OUT.eqsb",
     )
+    bundle_cli.add_compile_flags(p)
     p.add_argument(
         "--emit",
-        choices=("asm", "mlir-accel", "mlir", "mlir-tiled"),
+        choices=("asm", "mlir-accel", "mlir", "mlir-tiled", *STAGES),
         default="asm",
         help="what to write: hwsim assembly (default), or mlir-accel: the same program as "
         "MLIR in the accel dialect (backend/mlir_accel/accel.irdl.mlir), or mlir: the "
         "extracted graph as one func.func in upstream dialects (linalg, tensor, arith, "
         "math) for IREE or any MLIR pipeline (backend/mlir/), or mlir-tiled: the same with the "
-        "GEMM tiles extraction chose as scf.for loops",
+        "GEMM tiles extraction chose as scf.for loops; or an earlier stage: model (the "
+        "optimized model text), egglog (the egglog program eqsat runs: rules, model, "
+        "schedule), egraph-json (the saturated e-graph priced in cycles)",
     )
+    add_dynamic_flag(p)
     p.set_defaults(func=run)
 
 
@@ -74,9 +85,18 @@ def emitted_text(emit: str, compiled, name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if bundle_cli.wants_bundle(args):  # --dim NAME=LO..HI: one bundle for the range
+        return bundle_cli.run_compile(args)
+    from eqsat.control.cli import control_command  # models with if/loop regions
+
+    if (code := control_command(args, "compile")) is not None:
+        return code
     from backend import compile_graph
 
     loaded = load_model_from_args(args)
+    check_dynamic_flag(args, loaded)
+    if args.emit in STAGES:
+        return emit_stage(args, loaded, _optimize_loaded(loaded))
     graph = loaded.graph
     lowered, hw, result = graph_for_target(args, graph, params=loaded.params)
     quant = result.quant if result is not None else None
@@ -120,6 +140,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optimize_loaded(loaded):
+    def optimize(args: argparse.Namespace, graph, keep_egraph: bool = False):
+        return optimize_from_args(args, graph, keep_egraph=keep_egraph, params=loaded.params)
+
+    return optimize
+
+
+def _rebuild(args: argparse.Namespace):
+    """The graph to lower for args (its --dim): what run() computes, for --dynamic."""
+    loaded = load_model_from_args(args)
+    return graph_for_target(args, loaded.graph, params=loaded.params)[0]
+
+
 def _write_mlir(args: argparse.Namespace, loaded, lowered, quant) -> int:
     """--emit mlir / mlir-tiled: the extracted graph as upstream MLIR (no hwsim lowering)."""
     from backend.mlir import MlirEmitError, emit_mlir, statement_locations
@@ -132,6 +165,7 @@ def _write_mlir(args: argparse.Namespace, loaded, lowered, quant) -> int:
             source=args.model,
             consts=quant.all_params if quant else None,
             tiled=args.emit == "mlir-tiled",
+            shapes=dynamic_shapes(args, loaded, lowered, _rebuild),
         )
     except MlirEmitError as err:
         raise UserError(f"{args.model}: cannot emit MLIR: {err}") from None

@@ -11,6 +11,7 @@ from eqsat.fold import fold_constants
 from eqsat.loading import params_file_for, write_model_files
 from eqsat.summary import human_bytes, human_count, summarize
 from frontend import check_model, print_model
+from frontend.ast import RegionAssign
 
 DEFAULT_CHECK_TOL = 1e-4
 
@@ -81,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"{source}: every output is empty (zero-sized): there is nothing to compute"
             )
+        if any(isinstance(i, RegionAssign) for i in imported.model.items):
+            from eqsat.control.cli import import_with_regions  # If/Loop/Scan regions
+
+            return import_with_regions(args, imported, onnx_path, source)
         shown = str(params_file_for(args.output or "OUT.model"))
         graph = fold_constants(check_model(imported.model, None, imported.arrays, shown))
         errors = None

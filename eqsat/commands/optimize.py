@@ -312,6 +312,10 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eqsat.control.cli import control_command  # models with if/loop regions
+
+    if (code := control_command(args, "optimize")) is not None:
+        return code
     loaded = load_model_from_args(args)
     graph = loaded.graph
     result, hw = optimize_from_args(

@@ -83,6 +83,10 @@ def describe(name: str, value: np.ndarray) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eqsat.control.cli import control_command  # models with if/loop regions
+
+    if (code := control_command(args, "run")) is not None:
+        return code
     loaded = load_model_from_args(args)
     graph = loaded.graph
     bindings = bindings_from_args(args, loaded)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eqsat.bundle import cli as bundle_cli
 from eqsat.commands.common import (
     add_verify_flags,
     bindings_from_args,
@@ -55,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", metavar="SIM.json", help="write the statistics as JSON here")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the simulated outputs here")
     add_verify_flags(p, "the simulated program (and so the optimizer and the backend)")
+    bundle_cli.add_simulate_flags(p)
     p.set_defaults(func=run)
 
 
@@ -229,6 +231,12 @@ def _bound(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if bundle_cli.is_bundle(args.source):  # BUNDLE.eqsb --dim S=N: dispatch to a bucket
+        return bundle_cli.run_simulate(args)
+    from eqsat.control.cli import control_command  # models with if/loop regions
+
+    if (code := control_command(args, "simulate")) is not None:
+        return code
     is_asm = Path(args.source).suffix == ".asm"
     hw, program, report, outputs, errors, quant = simulated_run(args)
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
@@ -247,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "validation", None) is not None:
         print(args.validation.summary("the simulated program"))
     if quant is not None:
-        print(f"int8          SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
+        print(f"{quant.scheme:<13} SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
     if args.output:
         print(f"wrote outputs to {args.output}")
     if args.report:

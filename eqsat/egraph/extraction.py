@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from egglog.bindings import EGraph as EggGraph
 
-from eqsat.costs import op_cost
+from eqsat.costs import op_cost, zero_point_sums_cost
 from eqsat.egraph.decode import DecodedEGraph, ENode, decode
 from eqsat.egraph.typing import TypedEGraph, type_egraph
 from eqsat.extract import EGraph, Extraction, NodeSpec, extract
 from eqsat.ir.graph import Graph, GraphBuilder
-from eqsat.weights import eclass_value_classes, is_prepared
+from eqsat.weights import RUNTIME, eclass_value_classes, is_prepared
 from hwsim.hardware import Hardware
 
 
@@ -52,6 +52,16 @@ class PricedEGraph:
         return EGraph.from_nodes(specs, roots)
 
 
+def _int8_products() -> frozenset[str]:
+    from eqsat.ops.fused import contraction_of
+    from eqsat.ops.registry import REGISTRY
+
+    return frozenset(n for n in REGISTRY if contraction_of(n) in ("qmatmul", "qconv2d"))
+
+
+_INT8_PRODUCTS = _int8_products()
+
+
 def price(
     serialized: dict[str, Any], hw: Hardware, tick: Callable[[], None] | None = None
 ) -> PricedEGraph:
@@ -79,6 +89,9 @@ def price(
                 cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
                 memo[key] = 0.0 if cost is None else float(cost.cycles)
             costs[n.id] = memo[key]
+            if n.op in _INT8_PRODUCTS:  # zero-point sums of run-time operands
+                runtime = [values.get(c, RUNTIME) == RUNTIME for c in n.children]
+                costs[n.id] += zero_point_sums_cost(hw, n.op, in_types, dict(n.attrs), runtime)
     return PricedEGraph(typed, costs, by_id)
 
 

@@ -49,6 +49,10 @@ class SaturationReport:
     skipped_rules: tuple[str, ...] = ()  # skipped by the scheduler in the last round
     node_limit: int = 0  # the limit in force when saturation stopped
     memory_limit: int = 0
+    # The last round's per-rule match limit (the e-nodes left under the cap, shared
+    # among the rules that matched) and the matches each skipped rule had in its search
+    rule_share: int = 0
+    skipped_matches: dict[str, int] = field(default_factory=dict)
 
     def describe_stop(self) -> str:
         """Why saturation stopped, in words a person reads."""
@@ -62,13 +66,7 @@ class SaturationReport:
         if self.stop_reason == TIME_LIMIT:
             return "time limit: the next round and extraction would not fit (--time-limit)"
         if self.stop_reason == RULES_SKIPPED:
-            names = ", ".join(self.skipped_rules[:4]) + (
-                ", ..." if len(self.skipped_rules) > 4 else ""
-            )
-            return (
-                f"rules skipped by the scheduler ({names}): their matches exceeded the "
-                "per-rule share of the node budget and nothing else grew the e-graph"
-            )
+            return self._describe_skipped()
         if self.stop_reason == ITERATION_LIMIT:
             return f"iteration limit ({len(self.iterations)} rounds)"
         return self.stop_reason.replace("_", " ")
@@ -76,6 +74,25 @@ class SaturationReport:
     @property
     def nodes(self) -> int:
         return self.iterations[-1].nodes if self.iterations else self.initial_nodes
+
+    def _describe_skipped(self) -> str:
+        """RULES_SKIPPED in numbers: the node limit was not reached; what stopped the run
+        is the scheduler's per-rule match limit, which these rules' matches exceed."""
+        shown = self.skipped_rules[:4]
+        names = ", ".join(
+            f"{r} {self.skipped_matches[r]:,}" if r in self.skipped_matches else r for r in shown
+        ) + (", ..." if len(self.skipped_rules) > 4 else "")
+        if not self.rule_share:  # a merged report (block-wise) has no round details
+            return (
+                f"rules skipped by the scheduler ({names}): their matches exceeded the "
+                "per-rule share of the node budget and nothing else grew the e-graph"
+            )
+        return (
+            f"rules skipped by the scheduler at {self.nodes:,} e-nodes, below the node "
+            f"limit {self.node_limit:,}: each round a rule may add at most {self.rule_share:,} "
+            f"matches (the e-nodes left under the limit shared among the matching rules), "
+            f"these rules had more ({names} matches) and nothing else grew the e-graph"
+        )
 
 
 def run_commands(egraph: EGraph, text: str) -> list:
@@ -149,15 +166,19 @@ def saturate(
         )
         matches: Counter[str] = Counter()
         searched: set[str] = set()
+        found: Counter[str] = Counter()  # matches each rule's search found
         for result in out:
             matches.update(result.report.num_matches_per_rule)
             for it in result.report.iterations:
                 for rule, reports in it.rule_set_report.rule_reports.items():
+                    found[rule] += sum(r.num_matches for r in reports)
                     if any(r.num_matches for r in reports):
                         searched.add(rule)
         # The back-off scheduler searches a rule, finds more matches than the budget
         # and skips it: such a rule shows up as matched in the search but not applied.
         banned = searched - set(matches)
+        report.rule_share = share
+        report.skipped_matches = {r: found[r] for r in banned}
         active = len(searched)
         saturate_analysis(egraph)
         new_sizes = _sizes(egraph)

@@ -20,7 +20,7 @@ from eqsat.ops.base import (
 )
 from eqsat.ops.mathfn import erf
 from eqsat.ops.registry import register
-from eqsat.ops.unary import per_element, register_unary
+from eqsat.ops.unary import per_element, register_unary, saturating
 
 GELU_C = float(np.sqrt(2.0 / np.pi))
 SQRT_HALF = float(np.sqrt(0.5))
@@ -47,7 +47,7 @@ GELU_APPROXIMATE = AttrSpec(
 
 def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a / b. Integers truncate toward zero (C and ONNX) and x / 0 is 0; the quotient
-    wraps in the type like other integer results (only min / -1 overflows)."""
+    saturates in the type like other integer results (only min / -1 overflows)."""
     if np.issubdtype(a.dtype, np.floating):
         return np.divide(a, b)
     wide_a, wide_b = a.astype(np.int64), b.astype(np.int64)
@@ -96,9 +96,11 @@ UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, int, str]] = {
 
 
 def _binary_ref(fn):
+    exact = saturating(fn)  # integers: exact, then saturated to the dtype (as hwsim)
+
     def ref(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return fn(inputs[0], inputs[1])
+            return exact(inputs[0], inputs[1])
 
     return ref
 

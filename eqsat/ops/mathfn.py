@@ -40,19 +40,19 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a ** b for integer arrays, wrapping in a's type like repeated multiplication.
+    """a ** b for integer arrays: the exact power saturated to a's type, as every
+    integer result of the machine (hwsim.vecmath.power, eqsat/quant/fixedpoint.py).
 
     A negative exponent gives 1 / a**-b truncated toward zero (C's integer division):
     1 for a == 1, +-1 for a == -1 (the sign of (-1)**b), and 0 for every other a,
     0 included (where 1 / 0 would be undefined, the result is 0 as for integer div).
     """
-    p = np.power(a, np.maximum(b, 0).astype(b.dtype))
-    negative = b < 0
-    if np.any(negative):
-        odd = (b % 2) == 1
-        inverse = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
-        p = np.where(negative, inverse, p)
-    return np.asarray(p).astype(a.dtype)
+    from hwsim.vecmath import power
+
+    info = np.iinfo(a.dtype)
+    with np.errstate(over="ignore"):  # |a| ** b beyond float64 only marks saturation
+        p = power(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return np.asarray(np.clip(p, info.min, info.max), dtype=a.dtype)
 
 
 def _pow_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
@@ -76,7 +76,7 @@ register(
         infer=_pow_infer,
         ref=_pow_ref,
         flops=lambda ts, out, attrs: 8 * out.numel,
-        doc="a ** b (numpy broadcasting); integers: exact powers wrapping in the type, "
+        doc="a ** b (numpy broadcasting); integers: exact powers saturated to the type, "
         "b < 0 gives 1/a**-b truncated (1 for a == 1, +-1 for a == -1, else 0)",
         egg_shape="(Bcast {a} {b})",
     )
@@ -155,7 +155,7 @@ register(
 
 # name -> (function, float only, FLOPs per element, doc)
 UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool, int, str]] = {
-    "abs": (np.abs, False, 1, "|x| (integers wrap: abs of the type's minimum is itself)"),
+    "abs": (np.abs, False, 1, "|x| (integers saturate: abs of the type's minimum is its maximum)"),
     "erf": (erf, True, 4, "erf(x), the Gauss error function"),
     "log": (np.log, True, 4, "natural logarithm (nan below 0, -inf at 0)"),
     "sin": (np.sin, True, 4, "sin(x)"),

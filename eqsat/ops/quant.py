@@ -339,3 +339,6 @@ fused(
     ),
     "i8",
 )
+
+# Weight-only quantization (w4a16 / w8a16 / fp8): its own module, registered with these.
+from eqsat.ops import weight_only  # noqa: E402, F401

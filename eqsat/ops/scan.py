@@ -28,12 +28,18 @@ from eqsat.ops.registry import register
 
 
 def cumsum(x: np.ndarray, axis: int, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
-    """ONNX CumSum on an array in its compute type (f32 for floats, the stored
-    integer type otherwise, so integer sums wrap in it)."""
+    """ONNX CumSum on an array in its compute type (f32 for floats; integers are summed
+    exactly and each result saturates to the stored type, as every integer result:
+    eqsat/quant/fixedpoint.py)."""
     axis %= x.ndim
     flipped = np.flip(x, axis) if reverse else x
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is nan, as summed
-        running = np.cumsum(flipped, axis=axis, dtype=x.dtype)
+        if x.dtype.kind in "iu" and x.dtype.itemsize < 8:
+            info = np.iinfo(x.dtype)
+            exact = np.cumsum(flipped, axis=axis, dtype=np.int64)
+            running = np.clip(exact, info.min, info.max).astype(x.dtype)
+        else:
+            running = np.cumsum(flipped, axis=axis, dtype=x.dtype)
     if exclusive:
         shifted = np.zeros_like(running)
         head = [slice(None)] * x.ndim

@@ -30,10 +30,29 @@ def unary_type(name: str, float_only: bool):
     return infer
 
 
+def saturating(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """`fn` with the machine's integer semantics: integer operands narrower than 64
+    bits are computed on exactly in int64 and the result saturates to their dtype
+    (hwsim stores every integer result saturated; only the i32 accumulator of an
+    integer matrix product wraps). Floats and int64 go to `fn` as they are."""
+
+    def apply(*xs: np.ndarray) -> np.ndarray:
+        dtype = np.result_type(*xs)
+        if dtype.kind not in "iu" or dtype.itemsize >= 8:
+            return fn(*xs)
+        info = np.iinfo(dtype)
+        wide = fn(*(np.asarray(x).astype(np.int64) for x in xs))
+        return np.asarray(np.clip(wide, info.min, info.max), dtype=dtype)
+
+    return apply
+
+
 def unary_ref(fn: Callable[[np.ndarray], np.ndarray]):
+    exact = saturating(fn)
+
     def ref(inputs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return fn(inputs[0])
+            return exact(inputs[0])
 
     return ref
 

@@ -11,9 +11,11 @@ Without a file, the samples are seeded random inputs (standard normal, seeds 1..
 `eqsat simulate` feeds seed 0, so calibration never sees the evaluation input) and the
 caller warns that the ranges are not from real data.
 
-Ranges: `minmax` takes the smallest and largest value over all samples; `percentile`
-takes the P-th and (100-P)-th percentiles (P = 99.99 by default), which ignores rare
-outliers at the price of saturating them.
+Ranges (eqsat/quant/calibration_methods.py): `minmax` takes the smallest and largest
+value over all samples; `percentile` takes the P-th and (100-P)-th percentiles (P =
+99.99 by default), which ignores rare outliers at the price of saturating them; `mse`
+clips where the expected quantization error is least; `entropy` is TensorRT's KL
+calibration.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import numpy as np
 from eqsat.errors import UserError
 from eqsat.interpreter import check_binding, evaluate_nodes, random_inputs
 from eqsat.ir.graph import Graph
+from eqsat.quant.calibration_methods import METHODS, choose_range
 
-METHODS = ("minmax", "percentile")
 DEFAULT_PERCENTILE = 99.99
 RANDOM_SAMPLES = 4
 
@@ -70,6 +72,36 @@ def calibration_samples(
     ]
 
 
+def observed_values(
+    graph: Graph,
+    nodes: Sequence[int],
+    samples: Sequence[Mapping[str, np.ndarray]],
+    params: Mapping[str, np.ndarray],
+) -> dict[int, np.ndarray]:
+    """Each node's values over the samples, as rows of its last axis ([rows, channels],
+    f32; a rank-0 value is one row of one channel)."""
+    seen: dict[int, list[np.ndarray]] = {j: [] for j in nodes}
+    for sample in samples:
+        values = evaluate_nodes(graph, {**params, **sample})
+        for j in nodes:
+            v = np.asarray(values[j], dtype=np.float32)
+            seen[j].append(v.reshape(-1, v.shape[-1] if v.ndim else 1))
+    return {j: np.concatenate(parts) for j, parts in seen.items()}
+
+
+def check_method(method: str, percentile: float) -> None:
+    if method not in METHODS:
+        raise CalibrationError(f"unknown calibration '{method}'; use one of {', '.join(METHODS)}")
+    if not 50.0 < percentile <= 100.0:
+        raise CalibrationError(f"--percentile must be in (50, 100], got {percentile}")
+
+
+def range_of(values: np.ndarray, method: str, percentile: float) -> tuple[float, float]:
+    """The calibrated (lo, hi) of observed values (non-finite values ignored)."""
+    data = np.asarray(values, dtype=np.float32).reshape(-1)
+    return choose_range(data[np.isfinite(data)], method, percentile)
+
+
 def observe_ranges(
     graph: Graph,
     nodes: Sequence[int],
@@ -79,26 +111,6 @@ def observe_ranges(
     percentile: float = DEFAULT_PERCENTILE,
 ) -> dict[int, tuple[float, float]]:
     """(lo, hi) of each node's values over the samples."""
-    if method not in METHODS:
-        raise CalibrationError(f"unknown calibration '{method}'; use one of {', '.join(METHODS)}")
-    if not 50.0 < percentile <= 100.0:
-        raise CalibrationError(f"--percentile must be in (50, 100], got {percentile}")
-    seen: dict[int, list[np.ndarray]] = {j: [] for j in nodes}
-    for sample in samples:
-        values = evaluate_nodes(graph, {**params, **sample})
-        for j in nodes:
-            seen[j].append(np.asarray(values[j], dtype=np.float32).reshape(-1))
-    out = {}
-    for j, parts in seen.items():
-        data = np.concatenate(parts)
-        data = data[np.isfinite(data)]
-        if data.size == 0:
-            out[j] = (0.0, 0.0)
-        elif method == "minmax":
-            out[j] = (float(data.min()), float(data.max()))
-        else:
-            out[j] = (
-                float(np.percentile(data, 100.0 - percentile)),
-                float(np.percentile(data, percentile)),
-            )
-    return out
+    check_method(method, percentile)
+    values = observed_values(graph, nodes, samples, params)
+    return {j: range_of(v, method, percentile) for j, v in values.items()}

@@ -22,10 +22,11 @@ from eqsat.quant.calibrate import (
     RANDOM_SAMPLES,
     calibration_samples,
 )
+from eqsat.quant.passes import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.passes import QuantPlan, plan_quantization
 from eqsat.quant.sqnr import sqnr_db
 
-SCHEMES = ("int8",)
+SCHEMES = ("int8", "w8a16", "w4a16", "fp8", "bf16", "auto")  # w*, fp8, bf16: quant/weight_only.py
 
 
 def add_quant_flags(p: argparse.ArgumentParser) -> None:
@@ -35,8 +36,14 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         choices=SCHEMES,
         help="post-training quantization: int8 (per-channel symmetric weights, per-tensor "
         "asymmetric activations, i32 accumulation, fixed-point requantization); "
-        "enables the approximate rules of rules/quant.rules",
+        "w8a16 / w4a16 (weight-only: int8 / int4 weights with group-wise scales, "
+        "dequantized on the way into SRAM; 16-bit activations); fp8 (E4M3 weights, group "
+        "scales, where the hardware declares fp8); bf16 (bf16 weights and "
+        "activations); enables the approximate rules of rules/quant.rules",
     )
+    from eqsat.quant.weight_only_run import add_weight_only_flags
+
+    add_weight_only_flags(g)
     g.add_argument(
         "--calibrate",
         metavar="FILE.npz",
@@ -48,7 +55,8 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         "--calibration",
         choices=METHODS,
         default="minmax",
-        help="activation range: minmax (default) or percentile",
+        help="activation range: minmax (default), percentile, mse (the clip with the least "
+        "expected quantization error) or entropy (TensorRT's KL calibration)",
     )
     g.add_argument(
         "--percentile",
@@ -57,6 +65,35 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         metavar="P",
         help=f"with --calibration percentile: keep the P-th/(100-P)-th percentiles "
         f"(default {DEFAULT_PERCENTILE:g})",
+    )
+    g.add_argument(
+        "--smooth-alpha",
+        type=float,
+        nargs="?",
+        const=0.5,
+        default=None,
+        metavar="A",
+        help="SmoothQuant: divide each matmul input's channels by s = max|x|^A / "
+        "max|w|^(1-A), multiply the weights' rows by s (exact), the division folded into "
+        "a norm's gamma or a gated product's up projection (default A 0.5; off without "
+        "the flag)",
+    )
+    g.add_argument(
+        "--activation-scheme",
+        choices=ACTIVATION_SCHEMES,
+        default="asymmetric",
+        help="int8 activation ranges: asymmetric (default; a zero point), symmetric (zero "
+        "point 0) or auto (symmetric where the calibrated range is balanced within 10%%, "
+        "asymmetric where it is skewed, as after ReLU/GELU/SiLU)",
+    )
+    g.add_argument(
+        "--sqnr-min",
+        type=float,
+        default=35.0,
+        metavar="DB",
+        help="with --quantize auto: the end-to-end SQNR budget; each layer's sensitivity is "
+        "measured and the layers that save most cycles per unit of noise go int8 while "
+        "the predicted SQNR stays >= DB (default 35)",
     )
     add_allow_extra_flag(g)
 
@@ -70,6 +107,8 @@ class QuantRun:
     eval_inputs: list[dict[str, np.ndarray]]
     calibration: str  # human description
     sqnr: dict[str, float] = field(default_factory=dict)
+    scheme: str = "int8"
+    layer_choices: list = field(default_factory=list)  # --quantize auto (eqsat/quant/auto.py)
 
     @property
     def all_params(self) -> dict[str, np.ndarray]:
@@ -85,8 +124,16 @@ def check_flags(args: argparse.Namespace) -> None:
             "--verify checks an exact optimization on random params; with --quantize the "
             "check is the SQNR report (against the float model, with the quantized params)"
         )
+    from eqsat.quant.weight_only_run import check_weight_only_flags
+
+    check_weight_only_flags(args)
     if not 50.0 < args.percentile <= 100.0:
         raise UsageError(f"--percentile must be in (50, 100], got {args.percentile:g}")
+    alpha = getattr(args, "smooth_alpha", None)
+    if alpha is not None and not 0.0 <= alpha <= 1.0:
+        raise UsageError(f"--smooth-alpha must be in [0, 1], got {alpha:g}")
+    if quant == "auto" and alpha is not None:
+        raise UsageError("--quantize auto measures layers without smoothing; drop --smooth-alpha")
 
 
 def calibration_specs(graph: Graph) -> dict:
@@ -110,6 +157,10 @@ def prepare(
     check_flags(args)
     if not getattr(args, "quantize", None):
         return None
+    if args.quantize not in ("int8", "auto"):  # weight-only (eqsat/quant/weight_only.py)
+        from eqsat.quant.weight_only_run import prepare_weight_only
+
+        return prepare_weight_only(args, graph, bindings, params)
     params_given = params
     warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
     arrays = (
@@ -143,9 +194,13 @@ def prepare(
     method = args.calibration
     if method == "percentile":
         described += f", percentile {args.percentile:g}"
-    else:
+    elif method == "minmax":
         described += ", min/max"
-    plan = plan_quantization(graph, params, samples, rounding, method, args.percentile)
+    else:
+        described += f", {method}"
+    alpha = getattr(args, "smooth_alpha", None)
+    if alpha is not None:
+        described += f", SmoothQuant alpha {alpha:g}"
     inputs = {str(n.attr("name")) for _, n in graph.inputs}
     if bindings is not None:  # what the caller runs
         eval_inputs = [{k: v for k, v in bindings.items() if k in inputs}]
@@ -153,6 +208,30 @@ def prepare(
         eval_inputs = [random_inputs(graph, 0)]
     else:
         eval_inputs = samples
+    if args.quantize == "auto":
+        from eqsat.quant.auto import plan_auto
+        from hwsim import load_hardware
+
+        hw = load_hardware(args.hw)
+        plan, choices = plan_auto(
+            graph,
+            params,
+            samples,
+            eval_inputs[0],
+            hw,
+            args.sqnr_min,
+            method,
+            args.percentile,
+            getattr(args, "activation_scheme", "asymmetric"),
+        )
+        described += f", mixed int8/f32 for >= {args.sqnr_min:g} dB"
+        return QuantRun(plan, params, eval_inputs, described, layer_choices=choices)
+    scheme = getattr(args, "activation_scheme", "asymmetric")
+    if scheme != "asymmetric":
+        described += f", {scheme} activations"
+    plan = plan_quantization(
+        graph, params, samples, rounding, method, args.percentile, alpha, activation_scheme=scheme
+    )
     return QuantRun(plan, params, eval_inputs, described)
 
 
@@ -197,6 +276,10 @@ def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
 
 
 def report(run: QuantRun, optimized: Graph) -> dict:
+    if run.scheme != "int8":
+        from eqsat.quant.weight_only_run import weight_only_report
+
+        return weight_only_report(run, optimized)
     plan = run.plan
     return {
         "scheme": "int8",
@@ -207,15 +290,46 @@ def report(run: QuantRun, optimized: Graph) -> dict:
             t.name: {"lo": t.lo, "hi": t.hi, "scale": t.scale, "zero_point": t.zero_point}
             for t in plan.tensors
         },
+        "smoothed_activations": plan.smoothed,
+        "layers": [
+            {
+                "weight": c.weight,
+                "precision": "int8" if c.int8 else "f32",
+                "sensitivity_db": round(c.sensitivity_db, 3)
+                if math.isfinite(c.sensitivity_db)
+                else None,
+                "saved_cycles": c.saved_cycles if c.int8 else 0,
+            }
+            for c in run.layer_choices
+        ],
     }
 
 
 def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
-    return [
+    if run.scheme != "int8":
+        from eqsat.quant.weight_only_run import weight_only_summary
+
+        return weight_only_summary(run, optimized)
+    lines = [
         f"int8: {int8_kernels(optimized)} int8 kernels for {len(run.plan.layers)} quantizable "
         f"matmuls and convs; calibration: {run.calibration}",
         f"SQNR vs float: {format_sqnr(run.sqnr)}",
     ]
+    if run.layer_choices:  # --quantize auto: each layer's precision and why
+        from eqsat.quant.auto import predicted_sqnr
+
+        chosen = [c for c in run.layer_choices if c.int8]
+        lines.append(
+            f"auto: {len(chosen)} of {len(run.layer_choices)} layer groups int8, predicted "
+            f"{predicted_sqnr([c.sensitivity_db for c in chosen]):.1f} dB, "
+            f"{sum(c.saved_cycles for c in chosen):,} est. cycles saved"
+        )
+        lines += [
+            f"  {c.weight}: {'int8' if c.int8 else 'f32 '}  alone {c.sensitivity_db:.1f} dB, "
+            f"int8 saves {c.saved_cycles:,} est. cycles"
+            for c in run.layer_choices
+        ]
+    return lines
 
 
 def used_params(run: QuantRun, graph: Graph) -> dict[str, np.ndarray]:

@@ -1,5 +1,23 @@
 """Fixed-point requantization: the integer reference the interpreter and hwsim share.
 
+One integer semantics, everywhere (reference interpreter, rule checks, hwsim, backend):
+
+- Every real requantization scale becomes (multiplier, shift) once, by
+  `multiplier_shift`, when the op is evaluated or lowered (the backend writes the pair
+  as the `requantize` instruction's immediates); nothing requantizes in floating
+  point, so the result is the same for every scale, not only for scales m / 2**s.
+- Integer results saturate to their dtype (i8 or i32): elementwise ops compute
+  exactly in int64 and the stored value is clipped, as hwsim stores integers
+  (eqsat.ops.unary.saturating, eqsat.interpreter.narrow). The one exception is the
+  i32 accumulator of an integer matrix product (qmatmul, qconv2d): it wraps modulo
+  2**32, as a hardware adder does; a bias added to it is an elementwise add and
+  saturates.
+- requantize's result saturates to its dtype (i8, or i32 for a wider result).
+
+tests/quant/test_int_semantics.py draws arbitrary scales, zero points and
+accumulators (ties and overflow included) and checks interpreter == hwsim == this
+reference bit for bit, on single ops and on small programs simulated end to end.
+
 A real scale `m` (0 < m < 2**31) is approximated by `multiplier / 2**shift` with a
 31-bit multiplier (`multiplier < 2**31`) and the largest shift <= 62 that keeps it so,
 as gemmlowp and TFLite do. An i32 accumulator `x` becomes

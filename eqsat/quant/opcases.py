@@ -45,3 +45,7 @@ QUANT_GENERATORS: dict[str, Family] = {
     "observe": Family(lambda op, t: t.dtype.is_float, draw_observe),
     "requantize_pc": Family(lambda op, t: t.dtype is DType.I32 and t.rank >= 1, draw_requantize_pc),
 }
+
+from eqsat.quant.weight_only_cases import WEIGHT_ONLY_GENERATORS  # noqa: E402
+
+QUANT_GENERATORS.update(WEIGHT_ONLY_GENERATORS)

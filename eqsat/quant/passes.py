@@ -4,7 +4,7 @@ values of the params the int8 program reads (see eqsat/quant/__init__.py)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +13,8 @@ from eqsat.egraph.program import graph_program
 from eqsat.interpreter import evaluate_nodes
 from eqsat.ir.graph import Graph, GraphBuilder, Node
 from eqsat.ir.types import DType, TensorType
-from eqsat.quant.calibrate import DEFAULT_PERCENTILE, observe_ranges
+from eqsat.quant.calibrate import DEFAULT_PERCENTILE, check_method, observed_values, range_of
+from eqsat.quant.smooth import SmoothGroup, plan_smoothing
 
 QMIN, QMAX = -128, 127
 
@@ -36,6 +37,10 @@ class QuantPlan:
     seeds: str  # egglog: each term the rules build from weights = its new param
     tensors: list[TensorQuant] = field(default_factory=list)
     layers: list[str] = field(default_factory=list)  # weights of the quantizable matmuls, convs
+    smoothed: int = 0  # activations smoothed (SmoothQuant), their factors folded away
+    act_qparams: dict[int, tuple[float, int]] = field(default_factory=dict)  # by model node
+    layer_nodes: list[int] = field(default_factory=list)  # the quantized matmuls, convs
+    conv_nodes: set[int] = field(default_factory=set)
 
 
 def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
@@ -49,6 +54,31 @@ def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
         return 1.0, 0
     zp = int(np.clip(round(QMIN - lo / scale), QMIN, QMAX))
     return scale, zp
+
+
+SCHEMES = ("asymmetric", "symmetric", "auto")
+BALANCED = 0.9  # auto: symmetric when the shorter side reaches 90% of the longer
+
+
+def symmetric_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """Symmetric int8: zero point 0, scale max(|lo|, |hi|) / 127."""
+    m = max(-min(lo, 0.0), max(hi, 0.0))
+    scale = float(np.float32(m / QMAX)) if np.isfinite(m) else 0.0
+    return (scale, 0) if scale > 0 else (1.0, 0)
+
+
+def choose_qparams(lo: float, hi: float, scheme: str = "asymmetric") -> tuple[float, int]:
+    """(scale, zero point) of a calibrated range under `scheme`. `auto` is symmetric for
+    a balanced range (its steps at most 1/0.9 = 11% coarser, about 0.9 dB; a zero point
+    of 0 drops the kernel's Z * colsum(w) correction) and asymmetric for a skewed one
+    (post-ReLU/GELU/SiLU: up to twice the resolution)."""
+    if scheme == "symmetric":
+        return symmetric_qparams(lo, hi)
+    if scheme == "auto":
+        neg, pos = -min(lo, 0.0), max(hi, 0.0)
+        if max(neg, pos) > 0 and min(neg, pos) >= BALANCED * max(neg, pos):
+            return symmetric_qparams(lo, hi)
+    return activation_qparams(lo, hi)
 
 
 def quantizable_matmuls(graph: Graph, params: Mapping[str, np.ndarray]) -> list[int]:
@@ -98,20 +128,58 @@ def plan_quantization(
     rounding: str,
     method: str = "minmax",
     percentile: float = DEFAULT_PERCENTILE,
+    smooth_alpha: float | None = None,
+    only: Collection[int] | None = None,
+    activation_scheme: str = "asymmetric",
 ) -> QuantPlan:
-    """Calibrate, choose scales, annotate the model and compute the int8 params."""
+    """Calibrate, choose scales, annotate the model and compute the int8 params.
+    `smooth_alpha`: SmoothQuant's migration strength (eqsat/quant/smooth.py); None:
+    no smoothing. `only`: the matmul/conv nodes to quantize (default: every
+    quantizable one). `activation_scheme`: see choose_qparams."""
     live = graph.live()
-    mms = [i for i in quantizable_matmuls(graph, params) if live[i]]
-    convs = [i for i in quantizable_convs(graph, params) if live[i]]
-    mms = sorted(mms + convs)
+    keep = (lambda i: live[i]) if only is None else (lambda i: live[i] and i in only)
+    matmuls = [i for i in quantizable_matmuls(graph, params) if keep(i)]
+    convs = [i for i in quantizable_convs(graph, params) if keep(i)]
+    mms = sorted(matmuls + convs)
     acts = sorted({graph.nodes[i].inputs[0] for i in mms})
-    ranges = observe_ranges(graph, acts, samples, params, method, percentile)
-    qparams = {j: activation_qparams(*ranges[j]) for j in acts}
+    check_method(method, percentile)
+    values = observed_values(graph, acts, samples, params)
+    groups: dict[int, SmoothGroup] = {}
+    if smooth_alpha is not None:
+        conv_inputs = {graph.nodes[i].inputs[0] for i in convs}
+        found = plan_smoothing(graph, matmuls, values, params, smooth_alpha)
+        groups = {g.act: g for g in found if g.act not in conv_inputs}
+    ranges = {
+        j: range_of(values[j] / groups[j].factor if j in groups else values[j], method, percentile)
+        for j in acts
+    }
+    del values
+    qparams = {j: choose_qparams(*ranges[j], activation_scheme) for j in acts}
+
+    names = {str(n.attr("name")) for _, n in graph.inputs + graph.params}
+    smooth_params: dict[str, np.ndarray] = {}
+    inv_names: dict[int, str] = {}  # smoothed activation -> its 1/s param
+    col_names: dict[int, str] = {}  # matmul reading a smoothed activation -> its s param
+    for j, g in groups.items():
+        inv_names[j] = _fresh(names, f"{_label(graph, j)}.smooth_inv")
+        smooth_params[inv_names[j]] = (1.0 / g.factor).astype(np.float32)
+        for i in g.matmuls:
+            wname = str(graph.nodes[graph.nodes[i].inputs[1]].attr("name"))
+            col_names[i] = _fresh(names, f"{wname}.smooth")
+            smooth_params[col_names[i]] = g.factor[:, None].copy()
 
     b = GraphBuilder(graph.name, graph.dims)
     b.graph.constants = dict(graph.constants)
     new: dict[int, int] = {}
     observed: dict[int, int] = {}
+    leaves: dict[str, int] = {}
+
+    def leaf(name: str) -> int:
+        if name not in leaves:
+            v = smooth_params[name]
+            leaves[name] = b.leaf("param", name, TensorType(DType.F32, v.shape))
+        return leaves[name]
+
     for i, node in graph:
         inputs = [new[j] for j in node.inputs]
         if i in mms:
@@ -119,14 +187,20 @@ def plan_quantization(
             if x not in observed:
                 scale, zp = qparams[x]
                 attrs = {"scale": scale, "zero_point": zp, "rounding": rounding}
-                observed[x] = b.add("observe", (new[x],), attrs)
+                src = new[x]
+                if x in groups:  # x * (1/s): folds into x's producer (rules/quant.rules)
+                    src = b.add("mul", (src, leaf(inv_names[x])))
+                observed[x] = b.add("observe", (src,), attrs)
             inputs[0] = observed[x]
+            if i in col_names:  # s * w: a compile-time product, seeded below
+                inputs[1] = b.add("mul", (leaf(col_names[i]), inputs[1]))
         new[i] = b.add(node.op, inputs, node.attr_dict, node.name)
     for name, i in graph.outputs:
         b.output(name, new[i])
 
-    seeds = _Seeds(graph)
+    seeds = _Seeds(graph, names, smooth_params)
     users = graph.users()
+    weight_terms: dict[int, int] = {}  # matmul -> its weight's term in the seeds
     for i in mms:
         x, w = graph.nodes[i].inputs
         scale, _ = qparams[x]
@@ -134,7 +208,12 @@ def plan_quantization(
         if i in convs:
             seeds.conv_weights(w, wname, scale)
             continue  # no conv bias rule: the bias stays a float add
-        s = seeds.weights(w, wname, scale)
+        term = seeds.param(w)
+        if i in col_names:
+            term = seeds.product(seeds.new_param(col_names[i]), term)
+            wname = col_names[i]
+        weight_terms[i] = term
+        s = seeds.weights(term, wname, scale)
         for u in users[i]:  # a bias add: add(x@w, b) or add(b, x@w), b a rank-1 param
             un = graph.nodes[u]
             if un.op != "add":
@@ -145,10 +224,35 @@ def plan_quantization(
             is_bias = bn.op == "param" and bn.type.shape == (n,) and bn.type.dtype is DType.F32
             if is_bias and str(bn.attr("name")) in params:
                 seeds.bias(other, str(bn.attr("name")), s)
+    for j, g in groups.items():  # what the smoothing rules build: seeded products
+        inv = seeds.new_param(inv_names[j])
+        for p in g.norm_params:
+            seeds.pair(seeds.product(seeds.param(p), inv), f"{_label(graph, p)}.smooth")
+        if g.fold == "gated":
+            m = g.gated_matmul
+            wm = graph.nodes[m].inputs[1]
+            folded = seeds.product(weight_terms.get(m, seeds.param(wm)), inv)
+            base = f"{graph.nodes[wm].attr('name')}.smooth_cols"
+            seeds.pair(folded, base)
+            if m in weight_terms:
+                seeds.weights(folded, base, qparams[graph.nodes[m].inputs[0]][0])
     tensors = [TensorQuant(_label(graph, j), ranges[j][0], ranges[j][1], *qparams[j]) for j in acts]
-    values = seeds.evaluate(params)
+    values = {**smooth_params, **seeds.evaluate({**params, **smooth_params})}
     layers = [str(graph.nodes[graph.nodes[i].inputs[1]].attr("name")) for i in mms]
-    return QuantPlan(b.graph, values, seeds.egglog(), tensors, layers)
+    plan = QuantPlan(b.graph, values, seeds.egglog(), tensors, layers, len(groups))
+    plan.act_qparams = qparams
+    plan.layer_nodes = mms
+    plan.conv_nodes = set(convs)
+    return plan
+
+
+def _fresh(names: set[str], base: str) -> str:
+    """`base`, or `base.1`, `base.2`, ...: a param name not yet taken (then taken)."""
+    name, k = base, 1
+    while name in names:
+        name, k = f"{base}.{k}", k + 1
+    names.add(name)
+    return name
 
 
 def _label(graph: Graph, j: int) -> str:
@@ -162,25 +266,40 @@ class _Seeds:
     """The weight-side terms of rules/quant.rules, built exactly as the rules build
     them, each paired with a new param that holds its value."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(
+        self, graph: Graph, names: set[str], extra: Mapping[str, np.ndarray] | None = None
+    ) -> None:
         self.graph = graph
         self.b = GraphBuilder("seeds", cse=True)
         self.leaf: dict[int, int] = {}
         self.pairs: list[tuple[int, int, str]] = []  # (term, new param, param name)
-        self.names = {str(n.attr("name")) for _, n in graph.inputs + graph.params}
+        self.names = names  # taken param names (shared with the pass)
+        self.extra = dict(extra or {})  # new params the pass added (smoothing factors)
 
-    def _param(self, j: int) -> int:
+    def param(self, j: int) -> int:
+        """The seeds' leaf for param node j of the model."""
         if j not in self.leaf:
             node: Node = self.graph.nodes[j]
             self.leaf[j] = self.b.leaf("param", str(node.attr("name")), node.type)
         return self.leaf[j]
 
+    _param = param
+
+    def new_param(self, name: str) -> int:
+        """The seeds' leaf for a param the pass added."""
+        v = self.extra[name]
+        return self.b.leaf("param", name, TensorType(DType.F32, tuple(v.shape)))
+
+    def product(self, a: int, b: int) -> int:
+        return self.b.add("mul", (a, b))
+
     def _fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}.{k}", k + 1
-        self.names.add(name)
-        return name
+        return _fresh(self.names, base)
+
+    def pair(self, term: int, base: str) -> None:
+        """Seed `term = new param` (named from `base`) unless `term` is seeded already."""
+        if not any(p[0] == term for p in self.pairs):
+            self._pair(term, base)
 
     def _pair(self, term: int, base: str) -> None:
         t: TensorType = self.b.graph.nodes[term].type
@@ -190,10 +309,10 @@ class _Seeds:
     def _const(self, value: float) -> int:
         return self.b.const(value, TensorType(DType.F32, ()))
 
-    def weights(self, w: int, wname: str, scale: float) -> int:
-        """ws = max|w| / 127 per column; q(w) = cast(w / ws); s = ws * S. Returns s."""
+    def weights(self, pw: int, wname: str, scale: float) -> int:
+        """For the weight term pw: ws = max|w| / 127 per column; q(w) = cast(w / ws);
+        s = ws * S. Returns s."""
         add = self.b.add
-        pw = self._param(w)
         absmax = add(
             "reduce_max",
             (add("maximum", (pw, add("neg", (pw,)))),),

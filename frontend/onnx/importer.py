@@ -20,7 +20,7 @@ from onnx import helper, numpy_helper
 
 from eqsat.ir.types import DType
 from frontend import ast
-from frontend.onnx import shapes
+from frontend.onnx import regions, shapes
 from frontend.onnx.context import ConvertError, ModelWriter
 from frontend.onnx.convert import CONVERTERS, MIN_SINCE, Cx, static_names
 from frontend.onnx.dtypes import DTypeError, eqsat_dtype, numpy_type, to_eqsat, to_onnx, type_name
@@ -300,6 +300,8 @@ class _Import:
                 self.values[name] = value
 
     def _convert(self, node: onnx.NodeProto, domain: str, inputs: list, label: str) -> list[Value]:
+        if node.op_type in regions.REGION_OPS and domain in ("ai.onnx", ""):
+            return regions.convert(self, node, inputs, label)  # if/loop regions
         present = [v for v in inputs if v is not None]
         known = all(isinstance(v, Known) for v in present)
         if known and node.op_type not in _NEVER_FOLD and domain in ("ai.onnx", ""):

@@ -36,3 +36,17 @@ def test_compile_emit_mlir_then_run_on_iree(tmp_path, capsys):
 def test_mlir_flag_without_iree_backend_is_a_usage_error(tmp_path, capsys):
     assert main(["run", str(EXAMPLE), "--mlir", str(tmp_path / "x.mlir")]) != 0
     assert "--backend iree" in capsys.readouterr().err
+
+
+def test_mlir_iree_refuses_is_a_located_error(tmp_path, capsys):
+    """A module IREE cannot compile: the file, line and column and IREE's reason,
+    no traceback, exit 1."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(
+        "func.func @main(%x: tensor<8x784xf32>) -> tensor<8x10xf32> {\n"
+        "  return %x : tensor<8x784xf32>\n}\n"
+    )
+    assert main(["run", str(EXAMPLE), "--backend", "iree", "--mlir", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: IREE could not compile the module: line 2, column 3:" in err
+    assert "doesn't match function result type" in err and "Traceback" not in err

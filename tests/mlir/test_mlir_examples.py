@@ -13,11 +13,12 @@ from backend.mlir import emit_mlir, statement_locations
 from backend.mlir.iree import run_iree
 from eqsat.interpreter import evaluate
 from eqsat.loading import load_model
+from tests.conftest import EXAMPLES as STATIC_EXAMPLES
 from tests.mlir.helpers import normwise_error, parse_with_iree, parse_with_xdsl
 from tests.optimize_helpers import optimized_example
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.model"))
+EXAMPLES = [p.stem for p in STATIC_EXAMPLES]  # models with if/loop regions: tests/control
 
 
 def _check(graph, bindings, text_of=None):

@@ -28,6 +28,23 @@ def test_mlp_mlir_matches_the_golden_file():
     assert text == GOLDEN.read_text()
 
 
+@pytest.mark.parametrize(("tiled", "golden"), [(False, "fused.mlir"), (True, "fused_tiled.mlir")])
+def test_fused_kernel_mlir_matches_the_golden_file(tiled, golden):
+    """The README's kernel at each level: matmul + bias + ReLU optimized for edge into
+    one tiled kernel (regenerate with EQSAT_UPDATE_GOLDEN=1 after an intended change)."""
+    from tests.optimize_helpers import optimize_graph
+
+    source = "tests/mlir/golden/fused.model"
+    loaded = load_model(ROOT / source)
+    graph = optimize_graph(loaded.graph).graph
+    locations = statement_locations(loaded.model)
+    text = emit_mlir(graph, locations=locations, source=source, tiled=tiled).text
+    path = GOLDEN.parent / golden
+    if os.environ.get("EQSAT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
 def test_an_op_without_emitter_is_refused_by_name():
     """Every registry op has an emitter; one added later without it (a custom
     instruction's derived op) is an error naming the op, never wrong code."""

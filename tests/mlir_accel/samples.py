@@ -12,6 +12,7 @@ from hwsim.isa import (
     Instr,
     Kernel,
     Load,
+    LoadDq,
     Matmul,
     Move,
     Program,
@@ -59,11 +60,24 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
         ),
     ),
     Custom: (Custom(name="swiglu", dst=A, srcs=(A, ROW, COL), **DEPS),),
+    LoadDq: (
+        LoadDq(
+            dst=A,
+            src=DramRef("wq", 8, 16, 16, 32),
+            scales=ROW,
+            bits=8,
+            group=64,
+            phase=3,
+            fmt="e4m3",
+            **DEPS,
+        ),
+    ),
 }
 
 BUFFERS = (
     Buffer("x", "f32", (64, 64), "input"),
     Buffer("table", "f32", (100, 16), "input"),
+    Buffer("wq", "i8", (32, 32), "input"),
     Buffer("y.out", "bf16", (20, 20), "output"),
     Buffer("scratch.i8", "i8", (4096,), "scratch"),
 )

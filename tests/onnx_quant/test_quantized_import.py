@@ -1,11 +1,10 @@
 """ONNX models quantized by ONNX Runtime (quantize_static QDQ and QOperator,
 quantize_dynamic) import: `eqsat run` agrees with ONNX Runtime within one
 quantization step on >= 99% of the output elements (on these small graphs: all of
-them), and the simulated program equals the interpreter bit for bit (for QDQ graphs,
-whose products are f32, because these products fit one tile: on ResNet-18 the
-simulator's f32 summation order moves some values across a rounding tie, see
-bench/onnx_quantized.py). One case per pattern; the single-node properties are
-checked exactly against ORT with hypothesis."""
+them), and the simulated program equals the interpreter bit for bit (QDQ products
+import as integer kernels, as ORT runs them, so no f32 summation order is involved).
+One case per pattern; the single-node properties are checked exactly against ORT
+with hypothesis."""
 
 from __future__ import annotations
 
@@ -38,9 +37,9 @@ U8 = {"activation_type": ort_quant.QuantType.QUInt8}  # ORT's default is int8 ac
 # (id, float graph, quantizer mode, quantizer options, ONNX ops the result must hold,
 #  contraction op eqsat must import it as)
 CASES = [
-    ("qdq-per-tensor-u8", matmul_add, "qdq", U8, {"QuantizeLinear", "DequantizeLinear"}, "matmul"),
-    ("qdq-per-axis-conv", conv_relu, "qdq", {"per_channel": True}, {"DequantizeLinear"}, "conv2d"),
-    ("qdq-i8-activations", mlp, "qdq", {}, {"QuantizeLinear", "DequantizeLinear"}, "matmul"),
+    ("qdq-per-tensor-u8", matmul_add, "qdq", U8, {"QuantizeLinear", "DequantizeLinear"}, "qmatmul"),
+    ("qdq-per-axis-conv", conv_relu, "qdq", {"per_channel": True}, {"DequantizeLinear"}, "qconv2d"),
+    ("qdq-i8-activations", mlp, "qdq", {}, {"QuantizeLinear", "DequantizeLinear"}, "qmatmul"),
     ("qlinearmatmul-u8", mlp, "qoperator", U8, {"QLinearMatMul"}, "qmatmul"),
     ("qlinearmatmul-i8", mlp, "qoperator", {"per_channel": True}, {"QLinearMatMul"}, "qmatmul"),
     ("qlinearconv", conv_relu, "qoperator", {"per_channel": True}, {"QLinearConv"}, "qconv2d"),
@@ -242,14 +241,15 @@ def test_uint8_weights_of_qlinearconv(folder):
 
 
 def test_qdq_matmul_becomes_one_int8_kernel(folder):
-    """rules/quant.rules (qdq-matmul-per-axis, qmatmul-dequant): dequantize -> matmul
-    of an int8 activation and per-channel int8 weights is optimized into one
-    qmatmul_bias_dequant kernel, and the optimized program stays within one step."""
+    """dequantize -> matmul of an int8 activation and per-channel int8 weights imports
+    as qmatmul then the f32 rescale (frontend/onnx/convert/quant.py qdq_matmul), which
+    rules/quant.rules fuse into one qmatmul_bias_dequant kernel; the optimized program
+    stays within one step."""
     from eqsat.cli import build_parser
     from eqsat.commands.compile import graph_for_target
 
     path = quantized(matmul_add(), folder, "fuse", "qdq", per_channel=True)
-    assert contraction_ops(path) == ["matmul"]
+    assert contraction_ops(path) == ["qmatmul"]
     args = build_parser().parse_args(["simulate", str(path), "--hw", "edge", "-q"])
     loaded = load_model(path)
     bindings = loaded.bindings(0, feeds_for(path))

@@ -124,27 +124,37 @@ def test_random_bindings_seed_the_conv_weights():
     assert set(quantizable_convs(graph, random_bindings(graph, 0)))
 
 
-@pytest.mark.parametrize("known", [True, False], ids=["weights-known", "weights-fed"])
+@pytest.mark.parametrize("weights", ["known", "fed", "runtime"])
 @pytest.mark.parametrize("op", ["qmatmul", "qconv2d"])
-def test_zero_point_weight_sums_are_folded_when_the_weights_are_known(op, known):
+def test_zero_point_weight_sums_are_folded_when_the_weights_are_known(op, weights):
     """(x - za) @ w = x @ w - za * colsum(w): with the weights' values given to the
-    compiler (a quantized program's params) the sums are computed at compile time and
-    no kernel runs for them; with fed weights a reduction kernel does. Both exact."""
+    compiler (a quantized program's params) the sums are computed at compile time; with
+    params fed at run time the host computes them when it loads the weights (a prepared
+    input, as eqsat/weights.py prepares weights); only a run-time operand (an input)
+    needs a reduction kernel per inference. All exact."""
+    leaf = "input" if weights == "runtime" else "param"
     b = GraphBuilder("zp")
     if op == "qmatmul":
         x = b.leaf("input", "x", TensorType(DType.I8, (8, 40)))
-        w = b.leaf("param", "w", TensorType(DType.I8, (40, 24)))
+        w = b.leaf(leaf, "w", TensorType(DType.I8, (40, 24)))
         b.output("y", b.add("qmatmul", (x, w), {"a_zero": -9}))
     else:
         x = b.leaf("input", "x", TensorType(DType.I8, (1, 4, 6, 6)))
-        w = b.leaf("param", "w", TensorType(DType.I8, (8, 4, 3, 3)))
+        w = b.leaf(leaf, "w", TensorType(DType.I8, (8, 4, 3, 3)))
         b.output("y", b.add("qconv2d", (x, w), {"a_zero": 5, "padding": [1, 1]}))
     graph = b.graph
     values = random_bindings(graph, 3)
     hw = load_hardware("edge")
-    compiled = compile_graph(graph, hw, {"w": values["w"]} if known else None)
+    compiled = compile_graph(graph, hw, {"w": values["w"]} if weights == "known" else None)
     sums = [k for k in compiled.kernels if k.name.endswith((".colsum", ".wsum"))]
-    assert bool(sums) != known
+    assert bool(sums) == (weights == "runtime")
+    assert bool(compiled.prepared_sums) == (weights == "fed")
+    if weights == "fed":  # listed with the prepared weights, [N] or [O] i32 sums
+        (name,) = compiled.prepared_sums
+        sizes = dict(compiled.prepared_weights())
+        assert sizes[next(b for b, (n, _) in compiled.inputs.items() if n == name)] == 4 * (
+            24 if op == "qmatmul" else 8
+        )
     result = simulate(compiled.program, hw, compiled.feeds(values))
     want = evaluate(graph, values)
     np.testing.assert_array_equal(compiled.results(result.outputs)["y"], want["y"])

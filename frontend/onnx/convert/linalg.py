@@ -41,7 +41,11 @@ def matmul(cx: Cx, a: Value, b: Value, hint: str | None = None) -> Value:
 
 @op("MatMul")
 def matmul_(cx: Cx) -> list[Value]:
-    return [matmul(cx, cx.input(0), cx.input(1))]
+    from frontend.onnx.convert.quant import qdq_matmul  # QDQ: an integer kernel
+
+    a, b = cx.input(0), cx.input(1)
+    integer = qdq_matmul(cx, a, b)
+    return [integer if integer is not None else matmul(cx, a, b)]
 
 
 def scale(cx: Cx, x: Value, factor: float) -> Value:
@@ -56,7 +60,12 @@ def gemm(cx: Cx) -> list[Value]:
     alpha, beta = float(cx.attr("alpha", 1.0)), float(cx.attr("beta", 1.0))
     if cx.attr("transA", 0):
         a = _transposed(cx, a)
-    if cx.attr("transB", 0):
+    from frontend.onnx.convert.quant import qdq_matmul  # QDQ: an integer kernel
+
+    integer = qdq_matmul(cx, a, b, transpose_b=bool(cx.attr("transB", 0)))
+    if integer is not None:
+        out = integer
+    elif cx.attr("transB", 0):
         if isinstance(b, Known):  # a weight: store it as the product reads it
             out = cx.emit("matmul", [a, _transposed(cx, b)])
         else:
@@ -141,7 +150,11 @@ def conv(cx: Cx) -> list[Value]:
     group = int(cx.attr("group", 1))
     if group != 1:
         attrs["groups"] = group
-    y = cx.emit("conv2d", [x, w], attrs)
+    from frontend.onnx.convert.quant import qdq_conv  # QDQ: an integer kernel
+
+    y = qdq_conv(cx, x, w, attrs)  # None unless x and w are dequantized int8
+    if y is None:
+        y = cx.emit("conv2d", [x, w], attrs)
     if bias is not None:
         channels = cx.shape(w)[0]
         b = reshape(cx, bias, [channels, SymDim(1), SymDim(1)])

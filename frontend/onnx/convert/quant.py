@@ -23,6 +23,8 @@ Each becomes a composition of registry ops with ONNX Runtime's arithmetic:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import TensorProto
 
@@ -207,9 +209,12 @@ def dequantize_values(cx: Cx, x: Value, scale: Value, zero: Value | None, axis: 
     if isinstance(x, Known) and x.weight:
         x = _weight_param(cx, x)
     if s is not None and z is not None and s > 0:
-        return cx.emit(
+        out = cx.emit(
             "dequantize", [x], {"scale": float(s), "zero_point": int(z) - off}, onnx_type=F32
         )
+        if off or x.onnx_type == TensorProto.INT8:
+            out.tags[TAG_DQ] = Dequantized(x, int(z) - off, np.float32([s]), axis)
+        return out
     real = cx.emit("cast", [x], {"dtype": "f32"}, F32)
     if z is None or z != off:  # subtract the zero point of the i8 form
         if zero is None or isinstance(zero, Known):
@@ -218,7 +223,73 @@ def dequantize_values(cx: Cx, x: Value, scale: Value, zero: Value | None, axis: 
         else:
             zf = cx.emit("sub", [cx.emit("cast", [zero], {"dtype": "f32"}, F32), _f32(off)])
         real = cx.emit("sub", [real, _along(cx, zf, axis, rank)])
-    return cx.emit("mul", [real, _along(cx, scale, axis, rank)])
+    out = cx.emit("mul", [real, _along(cx, scale, axis, rank)])
+    eight_bit = off or x.onnx_type == TensorProto.INT8
+    if eight_bit and z is not None and isinstance(scale, Known) and cx.rank(scale) == 1:
+        scales = np.asarray(scale.value, dtype=np.float32)
+        if np.all(scales > 0):
+            out.tags[TAG_DQ] = Dequantized(x, int(z) - off, scales, axis)
+    return out
+
+
+# --------------------------------------------- QDQ products as integer kernels
+
+TAG_DQ = "dequantized"  # the int8 form of a DequantizeLinear's result (Dequantized)
+
+
+@dataclass(frozen=True)
+class Dequantized:
+    """What a DequantizeLinear of int8 values computed: (q8 - zero) * scale, q8 in
+    the i8 form, one zero point, one scale or one per index of `axis`."""
+
+    q8: Value
+    zero: int
+    scale: np.ndarray  # f32, shape [1] or [n]
+    axis: int
+
+
+def _dequantized(v: Value) -> Dequantized | None:
+    return v.tags.get(TAG_DQ) if isinstance(v, Tensor) else None
+
+
+def _rescaled(cx: Cx, acc: Value, scale: np.ndarray, axis: int) -> Value:
+    """f32(acc) * scale (one value, or one per index of `axis` of acc)."""
+    real = cx.emit("cast", [acc], {"dtype": "f32"}, F32)
+    if scale.size == 1:
+        return cx.emit("mul", [real, _f32(scale.reshape(()))])
+    return cx.emit("mul", [real, _along(cx, _f32(scale), axis, cx.rank(acc))])
+
+
+def qdq_matmul(cx: Cx, a: Value, b: Value, transpose_b: bool = False) -> Value | None:
+    """MatMul (Gemm: b transposed) of two DequantizeLinear results as ONNX Runtime runs
+    QDQ graphs: the integer product of the int8 values (i32 accumulator, exact), then
+    f32(acc) * (a_scale * b_scale), the scales multiplied in f32 - so that the program
+    is integer where the model is, and simulates exactly as `eqsat run` computes it.
+    None when the operands do not fit (per-row scales of a, a zero point per column of
+    b, 1-D operands)."""
+    da, db = _dequantized(a), _dequantized(b)
+    if da is None or db is None or da.scale.size != 1 or cx.rank(a) < 2 or cx.rank(b) < 2:
+        return None
+    rank_b = cx.rank(b)
+    out_axis = rank_b - 2 if transpose_b else rank_b - 1  # b's axis of the output columns
+    if db.scale.size > 1 and (db.axis % rank_b != out_axis or db.zero != 0):
+        return None
+    b8 = _transposed(cx, db.q8) if transpose_b else db.q8
+    acc = cx.emit("qmatmul", [da.q8, b8], {"a_zero": da.zero, "b_zero": db.zero}, onnx_type=I32)
+    return _rescaled(cx, acc, np.float32(da.scale[0]) * db.scale, cx.rank(acc) - 1)
+
+
+def qdq_conv(cx: Cx, x: Value, w: Value, attrs: dict) -> Value | None:
+    """Conv (ungrouped, symmetric padding) of two DequantizeLinear results, as
+    qdq_matmul: qconv2d of the int8 values, then f32(acc) * (x_scale * w_scale[o])."""
+    dx, dw = _dequantized(x), _dequantized(w)
+    if dx is None or dw is None or dx.scale.size != 1 or dw.zero != 0 or "groups" in attrs:
+        return None
+    if dw.scale.size > 1 and dw.axis % 4 != 0:
+        return None
+    conv_attrs = {"a_zero": dx.zero, "stride": attrs["stride"], "padding": attrs["padding"]}
+    acc = cx.emit("qconv2d", [dx.q8, dw.q8], conv_attrs, onnx_type=I32)
+    return _rescaled(cx, acc, np.float32(dx.scale[0]) * dw.scale, 1)
 
 
 @op("QuantizeLinear", since=10)

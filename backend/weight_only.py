@@ -1,0 +1,132 @@
+"""Lowering of weight-only quantized products (eqsat/ops/weight_only.py).
+
+`matmul_wq(x, wq, s)` is the GEMM loop of backend/gemm.py with x's rows (all leading
+dims flattened) as A and a B loader that brings each weight tile through the load-path
+dequantizer: an ordinary DMA of the tile's group scales (f32, one row per group the
+tile's rows touch), then one hwsim `loaddq` that moves the packed bytes from DRAM and
+writes weight * scale into the B slot in x's dtype (f32 or bf16). The matrix unit (or
+the vector unit's GEMV for one f32 row, as for any matmul) then runs unchanged.
+
+`wq_pack` / `wq_scales` of weights known at compile time (a quantized program's params)
+fold into constant buffers; `wobserve` is an annotation, x itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+from eqsat.costs import kernel_work
+from eqsat.interpreter import narrow
+from eqsat.ir.graph import Node
+from hwsim.dtypes import ITEMSIZE
+from hwsim.isa import LoadDq, Tile
+
+from .contract import acc_dtype, matrix_mode
+from .emit import KernelBuilder, sub
+from .errors import BackendError
+from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
+from .space import Operand, Space, dram
+from .views import Value, View
+
+
+class DequantLoader:
+    """B tiles of quantized weights: packed i8 storage [K * bits / 8, N] (row-major) and
+    f32 group scales [K / group, N] (row-major), dequantized into `dtype` slots."""
+
+    def __init__(
+        self, wq: Operand, scales: Operand, n: int, bits: int, group: int, dtype: str, fmt: str
+    ):
+        self.wq, self.scales, self.n = wq, scales, n
+        self.bits, self.group, self.dtype, self.fmt = bits, group, dtype, fmt
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
+        self.slots = kb.alloc2(rows, cols, self.dtype)
+        groups = (self.group - 1 + rows - 1) // self.group + 1  # most a tile can touch
+        self.scale_slots = kb.alloc2(groups, cols, "f32")
+
+    def load(self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int) -> list:
+        g0, phase = divmod(r0, self.group)
+        groups = (phase + rn - 1) // self.group + 1
+        scales = sub(self.scale_slots[slot], groups, cn)
+        s_ref = dram(self.scales, self.scales.offset + g0 * self.n + c0, groups, cn, self.n)
+        packed = dram(self.wq, self.wq.offset + r0 * self.bits // 8 * self.n + c0,
+                      rn * self.bits // 8, cn, self.n)  # fmt: skip
+        dst = sub(self.slots[slot], rn, cn)
+        load = LoadDq(dst=dst, src=packed, scales=scales, bits=self.bits, group=self.group,
+                      phase=phase, fmt=self.fmt)  # fmt: skip
+        return [(scales, s_ref), load]
+
+    def ready(self, slot: int, rn: int, cn: int) -> tuple[list, Tile]:
+        return [], sub(self.slots[slot], rn, cn)
+
+
+def _row_major(c, v: View, label: str, i: int) -> View:
+    return v if v.is_row_major() else c.materialize(v, label, i)
+
+
+def lower_matmul_wq(c, i: int, node: Node) -> Value:
+    from .lower_contract import choose_tile, gemv_work
+
+    bits, group = int(node.attr("bits")), int(node.attr("group"))  # type: ignore[arg-type]
+    fmt = str(node.attr("fmt"))
+    types = [c.graph.nodes[j].type for j in node.inputs]
+    x, wq, s = (
+        c.as_view(c.value(j), t.shape, c.label(i)) for j, t in zip(node.inputs, types, strict=True)
+    )
+    k, n = types[0].shape[-1], types[2].shape[-1]
+    m = math.prod(node.type.shape[:-1])
+    a = x.reshape((m, k))
+    if a is None or matrix_mode(a) is None:
+        a = _row_major(c, x, c.label(i), i).reshape((m, k))
+    wq = _row_major(c, wq, c.label(i) + ".wq", i)
+    s = _row_major(c, s, c.label(i) + ".scales", i)
+    out = c.alloc_value(i, node, keep_last=True)
+    out2 = out.reshape((m, n)) if out.is_row_major() else None
+    if out2 is None or a is None:
+        raise BackendError(f"matmul_wq {c.label(i)}: x and its result must be row-major")
+    work = kernel_work(node.op, types, node.type, node.attr_dict)
+    dt = a.dtype
+    g = Gemm((), m, n, k, dt, acc_dtype(dt))
+    size = ITEMSIZE[dt]
+    sizes = (size, size + 1, ITEMSIZE[out2.dtype], 0)  # + 1: the scale slots (cost model's b_bits)
+    tile, slots = choose_tile(c, work, g, sizes, matrix_mode(a) + "n", None)  # type: ignore[operator]
+    gemv = gemv_work(work)
+    zero = c.zero
+
+    def emit(kb: KernelBuilder) -> None:
+        a_ld = StridedLoader(Operand.of(a, (m, k)), 0, 1, matrix_mode(a))  # type: ignore[arg-type]
+        b_ld = DequantLoader(
+            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt
+        )
+        space = Space((m, n), 0, 1)
+        writer = OutWriter(
+            Operand(out2.buf, out2.offset, out2.strides), space, None, [None], g.acc_dtype,
+            out_slots=slots,
+        )  # fmt: skip
+        emit_gemm(kb, g, tile, a_ld, b_ld, writer, zero(), gemv=gemv)
+
+    c.add_kernel(c.kernel_name(i), i, "main", emit, [a, wq, s], [out])
+    return out
+
+
+def lower_folded(c, i: int, node: Node) -> Value:
+    """wq_pack / wq_scales of weights known at compile time: a constant buffer."""
+    value = c.compile_time_value(i)
+    if value is None:
+        raise BackendError(
+            f"{node.op} {c.label(i)}: the weights must be known at compile time (the "
+            "quantization pass computes them as params); it has no kernel"
+        )
+    return c.constant_buffer(c.label(i), node.type.dtype.value, narrow(value, node.type.dtype))
+
+
+def lower_wobserve(c, i: int, node: Node) -> Value:
+    return c.value(node.inputs[0])
+
+
+LOWER_WEIGHT_ONLY = {
+    "matmul_wq": lower_matmul_wq,
+    "wq_pack": lower_folded,
+    "wq_scales": lower_folded,
+    "wobserve": lower_wobserve,
+}

@@ -1,0 +1,96 @@
+"""Weight-only quantization of a decode step: simulated cycles of bf16, w8a16 and w4a16
+weights (and the f32 model as written) on edge and datacenter, the ratio to bf16, the
+DRAM traffic and the SQNR of every output against the f32 model.
+
+fp8 (E4M3 weights) runs where the hardware file declares it (datacenter).
+
+Models: examples/llama_decode.model at --dim L=2048 (hidden 512: its f32 key/value
+cache, copied into present_k/present_v, moves more bytes than its weights) and
+bench/models/llama_decode_2k.model (hidden 2048, SwiGLU 5632, a bf16 cache read in
+place: the weights dominate). Each configuration is one `eqsat simulate` run (the
+optimizer, the backend and the simulator, as a user runs them).
+
+    /work/venv/bin/python bench/weight_only.py [--hw edge datacenter] [--models NAME ...]
+        [--schemes f32 bf16 w8a16 w4a16 fp8] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = {
+    "llama_decode": (ROOT / "examples" / "llama_decode.model", ["--dim", "L=2048"]),
+    "llama_decode_2k": (ROOT / "bench" / "models" / "llama_decode_2k.model", []),
+}
+SCHEMES = ("f32", "bf16", "w8a16", "w4a16", "fp8")
+
+
+def simulate(model: Path, dims: list[str], hw: str, scheme: str) -> dict | None:
+    """The simulate report, or None where the hardware does not declare the precision."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "r.json"
+        cmd = [sys.executable, "-m", "eqsat", "simulate", str(model), *dims, "--hw", hw]
+        cmd += ["--report", str(report), "--quiet"]
+        if scheme != "f32":
+            cmd += ["--quantize", scheme]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0 and "does not declare" in done.stderr:
+            return None
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+        return json.loads(report.read_text())
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--hw", nargs="+", default=["edge", "datacenter"])
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES)
+    p.add_argument("--json", metavar="OUT.json")
+    args = p.parse_args()
+    rows = []
+    for name in args.models:
+        model, dims = MODELS[name]
+        for hw in args.hw:
+            runs = {s: simulate(model, dims, hw, s) for s in args.schemes}
+            base = runs.get("bf16")
+            print(f"\n{name} on {hw}:")
+            print(
+                f"  {'scheme':<7} {'cycles':>12} {'vs bf16':>8} {'DRAM MiB':>9}  SQNR vs f32 (dB)"
+            )
+            for scheme, d in runs.items():
+                if d is None:
+                    print(f"  {scheme:<7} {'-':>12} {'-':>8} {'-':>9}  not declared by {hw}")
+                    continue
+                cycles = d["cycles"]
+                mib = (d["dram_bytes_read"] + d["dram_bytes_written"]) / 2**20
+                ratio = f"{cycles / base['cycles']:.3f}" if base else "-"
+                sqnr = d.get("sqnr_db") or {}
+                snr = ", ".join(
+                    f"{k} {'exact' if v is None else f'{v:.1f}'}" for k, v in sqnr.items()
+                )
+                print(f"  {scheme:<7} {cycles:>12,} {ratio:>8} {mib:>9.1f}  {snr or '-'}")
+                rows.append(
+                    {
+                        "model": name,
+                        "hw": hw,
+                        "scheme": scheme,
+                        "cycles": cycles,
+                        "ratio_vs_bf16": cycles / base["cycles"] if base else None,
+                        "dram_bytes": d["dram_bytes_read"] + d["dram_bytes_written"],
+                        "sqnr_db": sqnr,
+                    }
+                )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""The `--quantize w4a16 | w8a16 | bf16` side of the quantization flags (eqsat/quant/cli.py):
+the --group-size flag, its checks, planning against the hardware file, and the report."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+import numpy as np
+
+from eqsat.flags import UsageError
+from eqsat.interpreter import random_bindings, random_inputs
+from eqsat.ir.graph import Graph
+from eqsat.quant.weight_only import DEFAULT_GROUP, SCHEMES, check_hardware, plan_weight_only
+from hwsim.hardware import load_hardware
+
+
+def add_weight_only_flags(g) -> None:
+    g.add_argument(
+        "--group-size",
+        type=int,
+        metavar="G",
+        help=f"with --quantize w4a16/w8a16/fp8: input channels that share one weight scale "
+        f"(default {DEFAULT_GROUP}, as GPTQ/AWQ kernels use; an even number dividing the "
+        "weights' rows)",
+    )
+
+
+def check_weight_only_flags(args: argparse.Namespace) -> None:
+    quant = getattr(args, "quantize", None)
+    group = getattr(args, "group_size", None)
+    if group is not None and quant not in ("w4a16", "w8a16", "fp8"):
+        raise UsageError("--group-size applies to --quantize w4a16, w8a16 or fp8")
+    if group is not None and (group < 2 or group % 2):
+        raise UsageError(f"--group-size must be an even integer >= 2, got {group}")
+    if quant in SCHEMES and getattr(args, "calibrate", None):
+        raise UsageError(
+            f"--calibrate: --quantize {quant} quantizes weights only and needs no "
+            "calibration (it is for int8)"
+        )
+
+
+def prepare_weight_only(
+    args: argparse.Namespace,
+    graph: Graph,
+    bindings: Mapping[str, np.ndarray] | None,
+    params: Mapping[str, np.ndarray] | None,
+):
+    """The QuantRun of a weight-only scheme: params from `bindings` (what simulate runs),
+    else the model's params file over seeded random ones; SQNR on seeded random inputs
+    (or the bindings' inputs)."""
+    from eqsat.quant.cli import QuantRun
+
+    check_weight_only_flags(args)
+    scheme = SCHEMES[args.quantize]
+    hw = load_hardware(args.hw)
+    act = check_hardware(scheme, hw, str(args.hw))
+    group = args.group_size or DEFAULT_GROUP
+    names = {str(n.attr("name")) for _, n in graph.params}
+    inputs = {str(n.attr("name")) for _, n in graph.inputs}
+    if bindings is not None:
+        values = {k: np.asarray(v) for k, v in bindings.items() if k in names}
+        eval_inputs = [{k: v for k, v in bindings.items() if k in inputs}]
+    else:
+        values = {k: v for k, v in random_bindings(graph, 0).items() if k in names}
+        values.update(params or {})
+        eval_inputs = [random_inputs(graph, 0)]
+    plan = plan_weight_only(graph, values, scheme.bits, group, act, scheme.fmt)
+    grouping = "" if scheme.bits == 16 else f", groups of {group}"
+    described = f"weights only{grouping}; activations {act}"
+    return QuantRun(plan, values, eval_inputs, described, scheme=scheme.name)
+
+
+def weight_only_kernels(graph: Graph) -> int:
+    return sum(1 for _, n in graph if n.op == "matmul_wq")
+
+
+def weight_only_report(run, optimized: Graph) -> dict:
+    return {
+        "scheme": run.scheme,
+        "calibration": None,
+        "detail": run.calibration,
+        "quantizable_matmuls": len(run.plan.layers),
+        "weight_only_kernels": weight_only_kernels(optimized),
+        "param_bytes": sum(n.type.nbytes for _, n in optimized.params),
+    }
+
+
+def weight_only_summary(run, optimized: Graph) -> list[str]:
+    from eqsat.quant.cli import format_sqnr
+
+    kernels = (
+        f"{weight_only_kernels(optimized)} weight-only kernels"
+        if run.scheme != "bf16"
+        else f"{sum(1 for _, n in optimized.params if n.type.dtype.value == 'bf16')} bf16 weights"
+    )
+    return [
+        f"{run.scheme}: {kernels} for {len(run.plan.layers)} weights of quantizable matmuls "
+        f"({run.calibration})",
+        f"SQNR vs float: {format_sqnr(run.sqnr)}",
+    ]
