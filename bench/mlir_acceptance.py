@@ -68,7 +68,14 @@ def parse_everywhere(text: str) -> None:
 
 
 def normwise(got, want) -> float:
+    """Normwise relative error over the finite elements; inf where the non-finite
+    ones (a masked score's -inf) are not the same in both."""
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    finite = np.isfinite(w)
+    same = (g[~finite] == w[~finite]) | (np.isnan(g[~finite]) & np.isnan(w[~finite]))
+    if not same.all():
+        return float("inf")
+    g, w = g[finite], w[finite]
     return float(np.linalg.norm(g - w) / max(float(np.linalg.norm(w)), 1e-30))
 
 
