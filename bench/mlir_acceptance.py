@@ -34,6 +34,7 @@ from eqsat.cli import build_parser  # noqa: E402
 from eqsat.commands.compile import graph_for_target  # noqa: E402
 from eqsat.interpreter import evaluate, evaluate_nodes  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
+from eqsat.wallclock import relative_error  # noqa: E402
 
 ZOO = Path.home() / ".cache" / "eqsat" / "zoo"
 
@@ -67,18 +68,6 @@ def parse_everywhere(text: str) -> None:
         assert ir.Module.parse(text).operation.verify()
 
 
-def normwise(got, want) -> float:
-    """Normwise relative error over the finite elements; inf where the non-finite
-    ones (a masked score's -inf) are not the same in both."""
-    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    finite = np.isfinite(w)
-    same = (g[~finite] == w[~finite]) | (np.isnan(g[~finite]) & np.isnan(w[~finite]))
-    if not same.all():
-        return float("inf")
-    g, w = g[finite], w[finite]
-    return float(np.linalg.norm(g - w) / max(float(np.linalg.norm(w)), 1e-30))
-
-
 def check(path: Path, hw: str, quantize: bool) -> dict:
     flags = ["compile", str(path), "--hw", hw, "--quiet"] + (
         ["--quantize", "int8"] if quantize else []
@@ -104,7 +93,7 @@ def check(path: Path, hw: str, quantize: bool) -> dict:
         "optimize_s": round(optimize_s, 2),
         "compile_s": round(run.compile_seconds, 2),
         "lines": module.text.count("\n"),
-        "error": max(normwise(run.outputs[k], v) for k, v in want.items()),
+        "error": max(relative_error(run.outputs[k], v) for k, v in want.items()),
     }
     if quant:
         values = evaluate_nodes(graph, feeds)
@@ -173,7 +162,7 @@ def local_check(graph, values, consts, feeds) -> dict:
             if d > steps:
                 steps, worst = d, graph.nodes[i].op
         elif w.size:
-            float_error = max(float_error, normwise(g, w))
+            float_error = max(float_error, relative_error(g, w))
     return {"local_int_max_steps": steps, "local_worst_op": worst, "local_float_error": float_error}
 
 

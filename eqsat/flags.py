@@ -52,6 +52,19 @@ def seed(text: str) -> int:
     return int(value)
 
 
+def whole_number(low: int, high: int):
+    """A flag type: a whole number from `low` to `high` (a count of runs)."""
+
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got '{number_text(text)}'"
+            )
+        return int(text)
+
+    return parse
+
+
 def positive(text: str, what: str = "a positive number") -> float:
     """A flag value that must be a number above 0 (nan refused; inf allowed)."""
     try:

@@ -8,14 +8,19 @@ import json
 import sys
 from dataclasses import dataclass
 
-import numpy as np
-
 from eqsat.commands.common import bindings_from_args, load_model_from_args
 from eqsat.commands.compile import add_no_optimize_flag
 from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
 from eqsat.fileio import write_atomic
-from eqsat.flags import UsageError, add_dim_flag, seed
-from eqsat.wallclock import Runner, interleaved, iree_runner, ort_runner, reference_runner
+from eqsat.flags import UsageError, add_dim_flag, seed, whole_number
+from eqsat.wallclock import (
+    Runner,
+    interleaved,
+    iree_runner,
+    ort_runner,
+    reference_runner,
+    relative_error,
+)
 
 BACKENDS = ("iree", "reference", "onnxruntime")
 
@@ -46,8 +51,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="B[,B...]",
         help=f"where to run: {', '.join(BACKENDS)} (comma-separated; default iree)",
     )
-    p.add_argument("--repeat", type=_count(1), default=20, metavar="N", help="timed runs (20)")
-    p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs (2)")
+    p.add_argument(
+        "--repeat", type=whole_number(1, 100_000), default=20, metavar="N", help="timed runs (20)"
+    )
+    p.add_argument(
+        "--warmup", type=whole_number(0, 100_000), default=2, metavar="N", help="untimed runs (2)"
+    )
     p.add_argument("--inputs", metavar="FILE.npz", help="values of inputs/params, by name")
     p.add_argument(
         "--seed", type=seed, default=0, help="seed for values not in --inputs (default 0)"
@@ -66,23 +75,9 @@ def _backends(text: str) -> tuple[str, ...]:
     return names
 
 
-def _count(low: int):
-    def parse(text: str) -> int:
-        if not text.strip().isdigit() or not low <= int(text) <= 100_000:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to 100000")
-        return int(text)
-
-    return parse
-
-
 def _progress(message: str) -> None:
     sys.stderr.write(f"{message}\n")
     sys.stderr.flush()
-
-
-def _normwise(got: np.ndarray, want: np.ndarray) -> float:
-    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return float(np.linalg.norm(g - w) / max(float(np.linalg.norm(w)), 1e-30))
 
 
 @dataclass
@@ -145,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         ref = want_onnx if row.backend == "onnxruntime" else want
         got = row.runner.outputs
         errors[row.runner.label] = max(
-            (_normwise(got[k], ref[k]) for k in ref if k in got), default=0.0
+            (relative_error(got[k], ref[k]) for k in ref if k in got), default=0.0
         )
     _progress(f"timing {len(rows)} programs: {args.warmup} warm-up and {args.repeat} runs each")
 

@@ -129,15 +129,22 @@ def run(args: argparse.Namespace) -> int:
             f"the program is fed, not by the program): {', '.join(n for n, _ in prepared)}",
             file=out,
         )
-    if quant is not None:
-        for line in quant_cli.summary_lines(quant, lowered):
-            print(line, file=out)
-        if args.output:
-            path = quant_cli.write_params(quant, lowered, args.output)
-            print(f"wrote the quantized params (program inputs) to {path}", file=out)
+    _report_quant(args, quant, lowered, out, "program inputs")
     if args.output:
         print(f"wrote {'assembly' if args.emit == 'asm' else args.emit} to {args.output}", file=out)
     return 0
+
+
+def _report_quant(args: argparse.Namespace, quant, lowered, out, role: str) -> None:
+    """With --quantize: the quantization summary, and the quantized params (`role`
+    says what they are to the program) written beside -o."""
+    if quant is None:
+        return
+    for line in quant_cli.summary_lines(quant, lowered):
+        print(line, file=out)
+    if args.output:
+        path = quant_cli.write_params(quant, lowered, args.output)
+        print(f"wrote the quantized params ({role}) to {path}", file=out)
 
 
 def _optimize_loaded(loaded):
@@ -179,12 +186,7 @@ def _write_mlir(args: argparse.Namespace, loaded, lowered, quant) -> int:
         f"{len(module.results)} results, {module.text.count(chr(10))} lines of MLIR",
         file=out,
     )
-    if quant is not None:
-        for line in quant_cli.summary_lines(quant, lowered):
-            print(line, file=out)
-        if args.output:
-            path = quant_cli.write_params(quant, lowered, args.output)
-            print(f"wrote the quantized params (function arguments) to {path}", file=out)
+    _report_quant(args, quant, lowered, out, "function arguments")
     if args.output:
         print(f"wrote MLIR to {args.output}", file=out)
     return 0

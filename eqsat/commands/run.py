@@ -8,7 +8,7 @@ import numpy as np
 
 from eqsat.commands.common import bindings_from_args, load_model_from_args
 from eqsat.fileio import save_arrays
-from eqsat.flags import UsageError, add_allow_extra_flag, add_dim_flag, seed
+from eqsat.flags import UsageError, add_allow_extra_flag, add_dim_flag, seed, whole_number
 from eqsat.interpreter import evaluate
 from eqsat.ir.types import dtype_of_array
 
@@ -54,18 +54,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--repeat",
-        type=_repeats,
+        type=whole_number(1, 1_000_000),
         default=10,
         metavar="N",
         help="with --backend iree: run N times and report the fastest (default 10)",
     )
     p.set_defaults(func=run)
-
-
-def _repeats(text: str) -> int:
-    if not text.strip().isdigit() or not 1 <= int(text) <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000000, got '{text}'")
-    return int(text)
 
 
 def describe(name: str, value: np.ndarray) -> str:

@@ -23,6 +23,18 @@ class Runner:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Normwise relative error over the finite elements of `want`; inf where the
+    non-finite ones (a masked score's -inf) are not the same in both."""
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    finite = np.isfinite(w)
+    same = (g[~finite] == w[~finite]) | (np.isnan(g[~finite]) & np.isnan(w[~finite]))
+    if not same.all():
+        return float("inf")
+    g, w = g[finite], w[finite]
+    return float(np.linalg.norm(g - w) / max(float(np.linalg.norm(w)), 1e-30))
+
+
 def reference_runner(graph: Graph, feeds: Mapping[str, np.ndarray], label: str) -> Runner:
     """The numpy reference interpreter on `graph`."""
     from eqsat.interpreter import evaluate
