@@ -54,9 +54,11 @@ def emit_matmul(
     zero: Operand | None,
     out_slots: int = 2,
     gemv: bool = False,
+    a_prologue=None,
 ) -> None:
     """out = epilogue(a @ b, leaves...) with Leaf(0) the product (None: just a @ b).
-    `gemv`: the cost model priced it as a matmul (emit_gemm's flag)."""
+    `gemv`: the cost model priced it as a matmul (emit_gemm's flag). `a_prologue`: a
+    NormPrologue whose row program normalizes each A panel (backend/norm_matmul.py)."""
     batch = out.shape[:-2]
     m, n = out.shape[-2:]
     k = a.shape[-1]
@@ -64,6 +66,10 @@ def emit_matmul(
     b_op = Operand.of(b, (*batch, k, n))
     nb = len(batch)
     a_ld = StridedLoader(a_op, nb, nb + 1, matrix_mode(a))  # type: ignore[arg-type]
+    if a_prologue is not None:
+        from .norm_matmul import NormLoader
+
+        a_ld = NormLoader(a_ld, a_prologue)  # type: ignore[assignment]
     b_ld = StridedLoader(b_op, nb, nb + 1, matrix_mode(b))  # type: ignore[arg-type]
     space = Space(out.shape, nb, nb + 1)
     ops = [None] + [Operand.of(v, out.shape) for v in leaves]

@@ -75,7 +75,9 @@ class RequantCh:
     channel of a column is read off the access pattern of leaf `ch` (a vector with one
     entry per channel, loaded like any operand), so it works in any tile space whose
     columns - not rows - walk the channels. One `requantize` instruction per column;
-    `lo` clamps below (relu in the quantized domain)."""
+    `lo` clamps below (relu in the quantized domain). A space whose rows walk the
+    channels (a convolution's [N, O, pixels] epilogue) gets one per row instead; `hi`
+    clamps above (ReLU6)."""
 
     x: Expr
     ch: Leaf
@@ -83,6 +85,7 @@ class RequantCh:
     zero_point: int
     lo: int = -128
     rounding: str = "even"
+    hi: int = 127
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ def fold(e: Expr) -> Expr:
                 return _imm(q, e.dtype)
             return Requant(x, e.multiplier, e.shift, e.zero_point, e.rounding, e.dtype)
         case RequantCh(x=x):
-            return RequantCh(fold(x), e.ch, e.table, e.zero_point, e.lo, e.rounding)
+            return RequantCh(fold(x), e.ch, e.table, e.zero_point, e.lo, e.rounding, e.hi)
         case Cust(name=name, args=args):  # its operands are leaves (lower_instruction)
             return Cust(name, tuple(fold(a) for a in args))
     raise TypeError(e)

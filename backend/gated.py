@@ -32,8 +32,10 @@ def lower_gated(
     env: dict,
     epi: Expr,
     leaves: list[View],
+    prologue=None,
 ) -> View:
-    """Lower a fused node whose body holds two matmuls of the same first operand."""
+    """Lower a fused node whose body holds two matmuls of the same first operand
+    (`prologue`: a NormPrologue normalizing A's rows, backend/norm_matmul.py)."""
     if len(products) != 2 or any(p.op != "matmul" for p in products):
         raise BackendError(f"fused op '{node.op}': a gated kernel takes two matmuls")
     names = [p.args for p in products]
@@ -65,12 +67,25 @@ def lower_gated(
     in_types = [c.graph.nodes[j].type for j in node.inputs]
     work = kernel_work(node.op, in_types, node.type, node.attr_dict)
     assert work is not None
-    tile, slots = choose_tile(c, work, g, sizes, modes, None, accs=2)
+    prologue_bytes = None
+    if prologue is not None:
+
+        def prologue_bytes(tm: int) -> int:
+            return prologue.sram_bytes(tm, k, a.dtype)
+
+    tile, slots = choose_tile(c, work, g, sizes, modes, None, 2, prologue_bytes)
+    if prologue is not None and tile[2] < k:
+        raise BackendError(f"{node.op}: no tile with whole rows of A ({k}) fits SRAM")
+    params = list(prologue.params.values()) if prologue is not None else []
     zero = c.zero
 
     def emit(kb) -> None:
         nb = len(batch)
         a_ld = StridedLoader(Operand.of(a, (*batch, m, k)), nb, nb + 1, matrix_mode(a))  # type: ignore[arg-type]
+        if prologue is not None:
+            from .norm_matmul import NormLoader
+
+            a_ld = NormLoader(a_ld, prologue)  # type: ignore[assignment]
         b_lds = [
             StridedLoader(Operand.of(b, (*batch, k, n)), nb, nb + 1, matrix_mode(b))  # type: ignore[arg-type]
             for b in (bg, bu)
@@ -86,5 +101,5 @@ def lower_gated(
         gemv = gemv_work(work)
         emit_gemm(kb, g, tile, a_ld, b_lds[0], writer, zero(), more_b=(b_lds[1],), gemv=gemv)
 
-    c.add_kernel(c.kernel_name(i), i, "main", emit, [a, bg, bu, *leaves], [out])
+    c.add_kernel(c.kernel_name(i), i, "main", emit, [a, bg, bu, *leaves, *params], [out])
     return out

@@ -187,16 +187,20 @@ def emit_gemm(
     zero: Operand | None,
     more_b: tuple[Loader, ...] = (),
     gemv: bool = False,
+    vector_products: bool = False,
 ) -> None:
     """`more_b`: further B operands multiplied by the same A tiles, each into its own
     accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product).
     `gemv`: a matmul's GEMM (not a convolution's), whose products of one row of A run on
     the vector unit where hwsim.timing.gemv_on_vector says so (`gemv_step`), into the
-    same accumulators."""
+    same accumulators. `vector_products`: they run there whatever the dtype (a split
+    product's vector share, hwsim/gemv_split.py); products of bf16 are summed in an
+    f32 tile."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
-    on_vector = gemv and timing.gemv_on_vector(kb.hw, g.dtype, g.m, tn, tk)
+    on_vector = vector_products or (gemv and timing.gemv_on_vector(kb.hw, g.dtype, g.m, tn, tk))
+    work = kb.alloc(tk, tn, "f32") if on_vector and g.dtype != "f32" else None
     a.alloc(kb, tm, tk)
     bs = (b, *more_b)
     for bl in bs:
@@ -253,7 +257,7 @@ def emit_gemm(
                         mms = [
                             ins
                             for acc_full, bt in zip(accs, b_tiles, strict=True)
-                            for ins in gemv_step(sub(acc_full, rm, rn), a_tile, bt, mode)
+                            for ins in gemv_step(sub(acc_full, rm, rn), a_tile, bt, mode, work)
                         ]
                     else:
                         mms = [
@@ -270,15 +274,19 @@ def emit_gemm(
                 writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
 
 
-def gemv_step(acc: Tile, a: Tile, b: Tile, mode: str) -> list[Instr]:
+def gemv_step(acc: Tile, a: Tile, b: Tile, mode: str, work: Tile | None = None) -> list[Instr]:
     """acc[1, n] (=, or += with mode accumulate) a[1, k] @ b[k, n] on the vector unit,
     priced by hwsim.timing.gemv_cycles: b is scaled in place by a read as a column (its
     k elements are contiguous either way), its rows are summed by halving in place,
     then the first row is moved or added into the accumulator. b is the step's own
-    loaded slot, free to overwrite: the next load into it waits for this compute."""
+    loaded slot, free to overwrite: the next load into it waits for this compute.
+    `work` (f32, at least k x n): the products go there instead and are summed in f32
+    (bf16 operands: exact products, f32 sums, as the array accumulates)."""
     k, n = b.rows, b.cols
     column = Tile(a.space, a.addr, k, 1, a.dtype, 1)
-    instrs: list[Instr] = [Binary(op="mul", dst=b, a=b, b=column, bcast="col")]
+    products = b if work is None else sub(work, k, n)
+    instrs: list[Instr] = [Binary(op="mul", dst=products, a=b, b=column, bcast="col")]
+    b = products
     rows = k
     while rows > 1:
         half = rows // 2

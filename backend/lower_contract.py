@@ -48,13 +48,14 @@ from .views import Imm, Value, View
 MARGIN = 2048  # SRAM bytes for broadcast operand rows and alignment
 
 
-def lower_contraction(c: Compiler, i: int, node: Node) -> Value:
+def lower_contraction(c: Compiler, i: int, node: Node, prologue=None) -> Value:
+    """`prologue`: a NormPrologue (backend/norm_matmul.py) that normalizes A's rows."""
     args = [c.value(j) for j in node.inputs]
     types = [c.graph.nodes[j].type for j in node.inputs]
-    return contraction(c, i, node, node.op, args, types, node.attr_dict, None, [])
+    return contraction(c, i, node, node.op, args, types, node.attr_dict, None, [], prologue)
 
 
-def lower_fused(c: Compiler, i: int, node: Node) -> Value:
+def lower_fused(c: Compiler, i: int, node: Node, prologue=None) -> Value:
     op = node.opdef
     env = {
         name: (c.value(j), c.graph.nodes[j].type)
@@ -105,7 +106,7 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
     if len(products) > 1:
         from .gated import lower_gated
 
-        return lower_gated(c, i, node, products, env, expr, leaves)
+        return lower_gated(c, i, node, products, env, expr, leaves, prologue)
     call = found[0]
     if not all(isinstance(a, str) for a in call.args):
         raise BackendError(f"fused op '{node.op}': its {call.op} must take operands directly")
@@ -113,7 +114,7 @@ def lower_fused(c: Compiler, i: int, node: Node) -> Value:
     cattrs = REGISTRY[call.op].bind_attrs(cattrs)
     args = [env[a][0] for a in call.args]  # type: ignore[index]
     types = [env[a][1] for a in call.args]  # type: ignore[index]
-    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves)
+    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves, prologue)
 
 
 def _products(body) -> list[Call]:
@@ -145,17 +146,18 @@ def contraction(
     cattrs: dict,
     epi: Expr | None,
     leaves: list[View],
+    prologue=None,
 ) -> View:
     cdef = REGISTRY[cop]
     ctype = cdef.type_of(types, cattrs)
     views = [c.as_view(v, t.shape, c.label(i)) for v, t in zip(args, types, strict=True)]
-    if cop == "conv2d" and is_depthwise(types[0], types[1], cattrs):
+    if cop in ("conv2d", "qconv2d") and is_depthwise(types[0], types[1], cattrs):
         return _depthwise(c, i, node, views, cattrs, ctype, epi, leaves)
     work = model_work(c, node, cop, types, cattrs)
     if epi is not None and ctype.shape != node.type.shape:
         acc = acc_dtype(types[0].dtype.value)
         tmp = c.new_buffer(acc, ctype.shape, c.label(i) + ".acc")
-        _emit(c, i, node, cop, views, cattrs, tmp, None, [], work)
+        _emit(c, i, node, cop, views, cattrs, tmp, None, [], work, prologue)
         out = c.alloc_value(i, node, keep_last=False)
         ins = [tmp, *leaves]
         c.add_kernel(
@@ -168,7 +170,7 @@ def contraction(
         )
         return out
     out = c.alloc_value(i, node, keep_last=True)
-    _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work)
+    _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work, prologue)
     return out
 
 
@@ -178,9 +180,13 @@ def _depthwise(c, i, node, views, cattrs, ctype, epi, leaves) -> View:
     from .window import lower_depthwise
 
     x, w = views
-    if epi is None or ctype.shape == node.type.shape:
+    # an integer one with a channel multiplier splits the channels of its output
+    # view: a per-channel requantization there runs in the separate pass below
+    split = ctype.dtype is DType.I32 and w.shape[0] != x.shape[1]
+    if epi is None or (ctype.shape == node.type.shape and not split):
         return lower_depthwise(c, i, node, x, w, cattrs, epi, leaves, node.type)
-    tmp = lower_depthwise(c, i, node, x, w, cattrs, None, [], ctype.with_dtype(DType.F32))
+    acc = DType.I32 if ctype.dtype is DType.I32 else DType.F32  # a qconv2d's i32 sums
+    tmp = lower_depthwise(c, i, node, x, w, cattrs, None, [], ctype.with_dtype(acc))
     out = c.alloc_value(i, node, keep_last=False)
     ins = [tmp, *leaves]
     c.add_kernel(
@@ -228,11 +234,13 @@ def choose_tile(
     modes: str,
     fixed: tuple | None = None,
     accs: int = 1,
+    prologue_bytes=None,
 ) -> tuple[tuple, int]:
     """(tile, output slots): the tile the cost model prices cheapest among those whose
     real SRAM need (epilogue and transpose buffers included) fits - with two output
     slots if possible, else one - so the model's own choice whenever it fits. A
-    `fixed` tile (the node's own) is taken as is, with as many slots as fit."""
+    `fixed` tile (the node's own) is taken as is, with as many slots as fit.
+    `prologue_bytes(tm)`: SRAM an A prologue adds; then only K in one step is tried."""
     hw = c.hw
     if fixed is not None:
         tile = (min(fixed[0], g.m), min(fixed[1], g.n), min(fixed[2], g.k))
@@ -246,11 +254,14 @@ def choose_tile(
         for tn in _pow2(hw.array_cols, g.n):
             if 4 * accs * tm * tn > hw.acc_bytes:
                 continue
+            extra = prologue_bytes(tm) if prologue_bytes is not None else 0
+            depths = [g.k] if prologue_bytes is not None else _pow2(hw.array_rows, g.k)
             for slots in (2, 1):
                 fits = [
                     tk
-                    for tk in _pow2(hw.array_rows, g.k)
-                    if sram_need(g, (tm, tn, tk), sizes, modes, slots) + MARGIN <= hw.sram_bytes
+                    for tk in depths
+                    if sram_need(g, (tm, tn, tk), sizes, modes, slots) + MARGIN + extra
+                    <= hw.sram_bytes
                 ]
                 if fits:
                     break
@@ -306,7 +317,9 @@ def _epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc
     return bytes_per_element(epi, ops, space, out, {0: acc})
 
 
-def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
+def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work, prologue=None) -> None:
+    if prologue is not None and cop != "matmul":
+        raise BackendError(f"{node.op}: a normalization prologue needs a matmul, not {cop}")
     if cop in ("conv2d", "qconv2d"):
         _conv(c, i, node, views, cattrs, out, epi, leaves, work)
         return
@@ -320,7 +333,7 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work) -> None:
         b = c.materialize(b, c.label(i), i)
     if cop == "qmatmul":
         epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node), node)
-    add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work)
+    add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work, prologue)
 
 
 def gemv_work(work: KernelWork) -> bool:
@@ -329,9 +342,12 @@ def gemv_work(work: KernelWork) -> bool:
     return work.kind == "matmul" and not work.patch and not work.patch_b
 
 
-def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) -> None:
+def add_gemm_kernel(
+    c, i, node, a: View, b: View, out: View, epi, leaves, work, prologue=None
+) -> None:
     """The matmul kernel of node i: out[..., M, N] = epilogue(a @ b) at the tile
-    choose_tile picks for `work`, the epilogue's operands broadcast over out."""
+    choose_tile picks for `work`, the epilogue's operands broadcast over out (with a
+    `prologue`, at a tile of one K step, A's rows normalized on chip)."""
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
@@ -339,14 +355,25 @@ def add_gemm_kernel(c, i, node, a: View, b: View, out: View, epi, leaves, work) 
     s = ITEMSIZE[a.dtype]
     sizes = (s, s, ITEMSIZE[out.dtype], _epi_bytes(epi, leaves, space, out.dtype, g.acc_dtype))
     modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
-    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict))
+    extra = None
+    if prologue is not None:
+
+        def extra(tm: int) -> int:
+            return prologue.sram_bytes(tm, k, a.dtype)
+
+    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict), 1, extra)
+    if prologue is not None and tile[2] < k:
+        raise BackendError(f"{node.op}: no tile with whole rows of A ({k}) fits SRAM")
     zero = c.zero
+    params = list(prologue.params.values()) if prologue is not None else []
     c.add_kernel(
         c.kernel_name(i),
         i,
         "main",
-        lambda kb: emit_matmul(kb, a, b, out, epi, leaves, tile, zero(), slots, gemv_work(work)),
-        [a, b, *leaves],
+        lambda kb: emit_matmul(
+            kb, a, b, out, epi, leaves, tile, zero(), slots, gemv_work(work), prologue
+        ),
+        [a, b, *leaves, *params],
         [out],
     )
 

@@ -16,6 +16,7 @@ import numpy as np
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
+from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import REGISTRY, OpKind
 
 from .attention import lower_attention
@@ -25,8 +26,10 @@ from .ewise_ops import EXPR
 from .expr import Cust, Cvt, Expr, Leaf, fold
 from .gather import lower_gather
 from .lower_contract import lower_contraction, lower_fused
+from .norm_matmul import lower_norm_matmul
 from .pad import lower_pad
 from .quant import LOWER_QUANT
+from .rotation import lower_hadamard
 from .rowwise import emit_reduce, emit_rows
 from .scan import lower_cumsum
 from .views import Imm, Value, View
@@ -272,6 +275,7 @@ LOWER = {
     "layernorm": lower_layernorm,
     "rmsnorm": lower_rmsnorm,
     "cumsum": lower_cumsum,
+    "hadamard": lower_hadamard,  # a fast Walsh-Hadamard transform (rotation.py)
     "gather": lower_gather,
     "pad": lower_pad,
     "max_pool2d": lower_max_pool,
@@ -287,6 +291,7 @@ LOWER = {
         if op.kind is OpKind.FUSED and not isinstance(op, InstructionOp)  # those come and go
     },
     "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
+    **dict.fromkeys(NORM_MATMUL, lower_norm_matmul),  # the norm in A's loader (norm_matmul.py)
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
     **LOWER_WEIGHT_ONLY,  # matmul_wq, wq_pack, wq_scales, wobserve (weight_only.py)

@@ -48,7 +48,35 @@ def requantize_pc_expr(args: Sequence[Expr], attrs: dict, values: Sequence) -> E
     return RequantCh(x, s, table, zp, lo, rounding)
 
 
-VALUE_EXPR = {"requantize_pc": requantize_pc_expr}
+def requantize_ch_expr(args: Sequence[Expr], attrs: dict, values: Sequence) -> Expr:
+    """The tile expression of requantize_ch(x, s) with s's values known: one
+    `requantize` per channel (row or column of a tile), then the clamp's bounds."""
+    from eqsat.ops.quant_conv import clamp_bounds, requantize_ch_tables
+
+    x, s = args[0], args[1]
+    if values[1] is None:
+        raise BackendError(
+            "requantize_ch needs its channel scales at compile time: the scale operand "
+            "must be a const or computed from params given to compile_graph(consts=...)"
+        )
+    mult, shift = requantize_ch_tables(values[1], float(attrs["scale"]))
+    zp, rounding = int(attrs["zero_point"]), str(attrs["rounding"])
+    lo, hi = clamp_bounds(float(attrs["scale"]), zp, attrs["min"], attrs["max"])
+    table = tuple(zip(mult.reshape(-1).tolist(), shift.reshape(-1).tolist(), strict=True))
+    if len(set(table)) == 1 or not isinstance(s, Leaf):
+        from .expr import Bin
+
+        m, k = table[0]
+        expr: Expr = Requant(x, m, k, zp, rounding)
+        if lo > -128:
+            expr = Bin("max", expr, Imm(lo, "i32"))
+        if hi < 127:
+            expr = Bin("min", expr, Imm(hi, "i32"))
+        return expr
+    return RequantCh(x, s, table, zp, lo, rounding, hi)
+
+
+VALUE_EXPR = {"requantize_pc": requantize_pc_expr, "requantize_ch": requantize_ch_expr}
 
 
 def lower_requantize_pc(c, i: int, node: Node) -> Value:
@@ -67,11 +95,16 @@ def lower_requantize_pc(c, i: int, node: Node) -> Value:
             x_type = c.graph.nodes[node.inputs[0]].type
             leaves.append(c.as_view(exprs[0], x_type.shape, c.label(i)))
             exprs = [Leaf(len(leaves) - 1), *exprs[1:]]
-    return expr_value(c, i, node, requantize_pc_expr(exprs, node.attr_dict, values), leaves)
+    build = VALUE_EXPR[node.op]
+    return expr_value(c, i, node, build(exprs, node.attr_dict, values), leaves)
 
 
 def lower_observe(c, i: int, node: Node) -> Value:
     return c.value(node.inputs[0])
 
 
-LOWER_QUANT = {"requantize_pc": lower_requantize_pc, "observe": lower_observe}
+LOWER_QUANT = {
+    "requantize_pc": lower_requantize_pc,
+    "requantize_ch": lower_requantize_pc,  # the same lowering: scales known, a leaf
+    "observe": lower_observe,
+}

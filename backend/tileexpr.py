@@ -323,16 +323,28 @@ class TileExpr:
         """One requantize per column with its channel's multiplier and shift, then the
         lower clamp (relu) if any; the channel of a column comes from leaf e.ch."""
         op = self.operands[e.ch.index]
-        if op is None or (op.strides[self.space.row] != 0 and self._rn > 1):
-            raise BackendError("per-channel requantize needs the channels along tile columns")
+        if op is None:
+            raise BackendError("per-channel requantize needs its channel scales as a leaf")
         first = self._pos.offset(op) - op.offset
-        step = op.strides[self.space.col]
-        for c in range(x.cols):
+        by_rows = op.strides[self.space.row] != 0 and self._rn > 1
+        by_cols = op.strides[self.space.col] != 0 and self._cn > 1
+        if by_rows and by_cols:
+            raise BackendError("per-channel requantize needs the channels along rows or columns")
+        step = op.strides[self.space.row if by_rows else self.space.col]
+        count = x.rows if by_rows else x.cols if by_cols else 1  # one channel: one instruction
+        for c in range(count):
             m, k = e.table[first + c * step]
+            src, out = (
+                (offset_tile(x, c, 0, 1, x.cols), offset_tile(dst, c, 0, 1, x.cols))
+                if by_rows
+                else (offset_tile(x, 0, c, x.rows, 1), offset_tile(dst, 0, c, x.rows, 1))
+                if by_cols
+                else (x, dst)
+            )
             self._instrs.append(
                 Requantize(
-                    dst=offset_tile(dst, 0, c, x.rows, 1),
-                    src=offset_tile(x, 0, c, x.rows, 1),
+                    dst=out,
+                    src=src,
                     multiplier=m,
                     shift=k,
                     zero_point=e.zero_point,
@@ -341,6 +353,8 @@ class TileExpr:
             )
         if e.lo > -128:
             self._instrs.append(Binary(op="max", dst=dst, a=dst, imm=float(e.lo)))
+        if e.hi < 127:
+            self._instrs.append(Binary(op="min", dst=dst, a=dst, imm=float(e.hi)))
 
     def _select(self, e: Sel, dst: Tile) -> None:
         cond, a, b = self._eval(e.cond), self._eval(e.a), self._eval(e.b)

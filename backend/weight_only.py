@@ -5,7 +5,10 @@ dims flattened) as A and a B loader that brings each weight tile through the loa
 dequantizer: an ordinary DMA of the tile's group scales (f32, one row per group the
 tile's rows touch), then one hwsim `loaddq` that moves the packed bytes from DRAM and
 writes weight * scale into the B slot in x's dtype (f32 or bf16). The matrix unit (or
-the vector unit's GEMV for one f32 row, as for any matmul) then runs unchanged.
+the vector unit's GEMV for one f32 row, as for any matmul) then runs unchanged. A
+product of one row whose weights arrive faster than the array takes them (int4 on
+edge) splits its columns between the array and the vector unit, the two running side
+by side on the compute and vector queues (eqsat/wq_work.py wq_split).
 
 `wq_pack` / `wq_scales` of weights known at compile time (a quantized program's params)
 fold into constant buffers; `wobserve` is an annotation, x itself.
@@ -13,13 +16,17 @@ fold into constant buffers; `wobserve` is an annotation, x itself.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 from eqsat.costs import kernel_work
 from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
+from eqsat.wq_work import wq_split
 from hwsim.dtypes import ITEMSIZE
-from hwsim.isa import LoadDq, Tile
+from hwsim.gemv_split import GemvSplit, interleave, queue_program
+from hwsim.isa import Binary, Instr, LoadDq, Move, Tile
 
 from .contract import acc_dtype, matrix_mode
 from .emit import KernelBuilder, sub
@@ -86,6 +93,17 @@ def lower_matmul_wq(c, i: int, node: Node) -> Value:
         raise BackendError(f"matmul_wq {c.label(i)}: x and its result must be row-major")
     work = kernel_work(node.op, types, node.type, node.attr_dict)
     dt = a.dtype
+    plan = wq_split(c.hw, work)
+    if plan is not None:
+        weights = DequantLoader(
+            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt
+        )
+        x_op, out_op = Operand.of(a, (m, k)), Operand(out2.buf, out2.offset, out2.strides)
+        emit_split = functools.partial(
+            _emit_split, plan=plan, x=x_op, x_mode=matrix_mode(a), k=k, weights=weights, out=out_op
+        )
+        c.add_kernel(c.kernel_name(i), i, "main", emit_split, [a, wq, s], [out])
+        return out
     g = Gemm((), m, n, k, dt, acc_dtype(dt))
     size = ITEMSIZE[dt]
     sizes = (size, size + 1, ITEMSIZE[out2.dtype], 0)  # + 1: the scale slots (cost model's b_bits)
@@ -107,6 +125,54 @@ def lower_matmul_wq(c, i: int, node: Node) -> Value:
 
     c.add_kernel(c.kernel_name(i), i, "main", emit, [a, wq, s], [out])
     return out
+
+
+def _emit_split(
+    kb: KernelBuilder,
+    *,
+    plan: GemvSplit,
+    x: Operand,
+    x_mode: str,
+    k: int,
+    weights: DequantLoader,
+    out: Operand,
+) -> None:
+    """One-row products split by columns (hwsim/gemv_split.py): the first n_matrix on
+    the array, the rest as GEMV steps on the vector queue, each part its own GEMM loop
+    (own slots and tokens) over its columns of the weights and the output, the two
+    merged in the order the plan was priced in (gemv_split.interleave)."""
+    w, dt = weights, weights.dtype
+    acc = acc_dtype(dt)
+    start = len(kb.instrs)
+    bounds = []
+    for c0, n, tile, vector in (
+        (0, plan.n_matrix, plan.matrix_tile, False),
+        (plan.n_matrix, plan.n_vector, plan.vector_tile, True),
+    ):
+        b_ld = DequantLoader(
+            Operand(w.wq.buf, w.wq.offset + c0, w.wq.strides),
+            Operand(w.scales.buf, w.scales.offset + c0, w.scales.strides),
+            w.n, w.bits, w.group, dt, w.fmt,
+        )  # fmt: skip
+        part = Operand(out.buf, out.offset + c0 * out.strides[1], out.strides)
+        writer = OutWriter(part, Space((1, n), 0, 1), None, [None], acc, out_slots=2)
+        a_ld = StridedLoader(x, 0, 1, x_mode)
+        g = Gemm((), 1, n, k, dt, acc)
+        emit_gemm(kb, g, tile, a_ld, b_ld, writer, None, vector_products=vector)
+        bounds.append(len(kb.instrs))
+    matrix = kb.instrs[start : bounds[0]]
+    vector = [_on_vector_queue(ins) for ins in kb.instrs[bounds[0] :]]
+    parts = (matrix, vector)
+    order = interleave([queue_program(kb.hw, part) for part in parts], kb.hw)
+    kb.instrs[start:] = [parts[p][j] for p, j in order]
+
+
+def _on_vector_queue(ins: Instr) -> Instr:
+    if ins.queue != "compute":
+        return ins
+    if not isinstance(ins, Binary | Move):
+        raise BackendError(f"the vector queue runs binary and move, not {type(ins).__name__}")
+    return dataclasses.replace(ins, vector_queue=True)
 
 
 def lower_folded(c, i: int, node: Node) -> Value:

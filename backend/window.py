@@ -184,13 +184,15 @@ def lower_depthwise(
 ) -> View:
     """A depthwise conv2d (groups = C, w [C*M, 1, KH, KW]): out channel o is the sum
     over taps of x channel o // M times w[o, 0, i, j], then the epilogue `epi` (Leaf(0)
-    the convolution, Leaf(k) leaves[k - 1])."""
+    the convolution, Leaf(k) leaves[k - 1]). A qconv2d's (i8, zero point za) pads with
+    za and subtracts za * sum(w[o]) once: sum((x - za) * w) = sum(x * w) - za * sum(w)."""
     xt = TensorType(out_type.dtype, x.shape)
     wt = TensorType(out_type.dtype, w.shape)
     g = conv_window(xt, wt, attrs)
     o, _, kh, kw = w.shape
     mult = o // x.shape[1]
-    image = Image(c, i, x, g, Imm(0.0, x.dtype), mult)
+    za = int(attrs.get("a_zero", 0))
+    image = Image(c, i, x, g, Imm(float(za), x.dtype), mult)
     taps = image.taps()
     packed = w.permute(PACK).reshape((kh * kw, o))
     if packed is None or (o > 1 and packed.strides[1] != 1):  # channels contiguous per tap
@@ -205,10 +207,25 @@ def lower_depthwise(
     conv = _chain("add", products)
     if out_type.dtype.is_float:  # the reference sums from +0: all -0 products give +0
         conv = Bin("add", conv, Imm(0.0, out_type.dtype.value))
-    expr = conv
     extra: list[View] = []
+    if za:
+        from .lower_contract import _weight_sums, _weight_value
+
+        w2 = w.reshape((o, kh * kw))
+        if w2 is None:
+            w2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, kh * kw))
+        known = _weight_value(c, node)
+        sums = _weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
+        conv = Bin("sub", conv, Bin("mul", Leaf(2 * n_taps), Imm(za, "i32")))
+        b = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
+        split = b.reshape(out.shape) if mult > 1 else b
+        if split is None:
+            split = c.materialize(b, c.label(i), i).reshape(out.shape)
+        extra.append(split)  # type: ignore[arg-type]
+    expr = conv
     if epi is not None:
-        expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(2 * n_taps + k - 1))
+        first = 2 * n_taps + len(extra)
+        expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(first + k - 1))
         for v in leaves:
             b = v.broadcast_to(out_type.shape)
             if mult > 1:

@@ -1,7 +1,7 @@
 """How well the cost model (eqsat.costs, what extraction trusts) predicts the simulator.
 
-Run: python bench/cost_fidelity.py [--zoo [NAMES]] [--no-quant] [--presets P,..] [-v]
-     [--json OUT.json]
+Run: python bench/cost_fidelity.py [--zoo [NAMES]] [--zoo-int8] [--no-quant]
+     [--presets P,..] [-v] [--json OUT.json]
 
 For the examples (as written, optimized, and optimized after int8 quantization) and,
 with --zoo, the model zoo's cached exports (bench/zoo.py builds them), on each preset:
@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from eqsat.cli import build_parser  # noqa: E402
 from eqsat.commands.compile import graph_for_target  # noqa: E402
+from eqsat.config import DEFAULT_LIMITS, Limits  # noqa: E402
 from eqsat.fidelity import ProgramRow, by_kind, measure_program  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
@@ -46,10 +48,13 @@ def zoo_files(names) -> list[Path]:
     return out
 
 
-def quantized(path: Path, preset: str):
+def quantized(path: Path, preset: str, time_limit: float = DEFAULT_LIMITS.time_limit):
     """(graph, bindings, params) of the int8 program the CLI would simulate."""
     args = build_parser().parse_args(
-        ["simulate", str(path), "--hw", preset, "--quantize", "int8", "-q"]
+        [
+            *("simulate", str(path), "--hw", preset, "--quantize", "int8", "-q"),
+            *("--time-limit", str(time_limit)),
+        ]
     )
     loaded = load_model(path)
     bindings = loaded.bindings(0)
@@ -58,16 +63,22 @@ def quantized(path: Path, preset: str):
     return graph, bindings, {**quant.plan.params, **quant.all_params}
 
 
-def programs(path: Path, preset: str, rules, quant: bool):
+def programs(path: Path, preset: str, rules, quant: bool, limits: Limits = DEFAULT_LIMITS):
     """[(label, ProgramRow)] for one model on one preset."""
     hw = load_hardware(preset)
     loaded = load_model(path)
     graph, bindings = loaded.graph, loaded.bindings(0)
     written = measure_program(graph, hw, bindings)
-    optimized = measure_program(optimize(graph, rules, hw).graph, hw, bindings)
+    result = optimize(graph, rules, hw, limits=limits)
+    if result.kept_original:
+        stop = result.saturation.stop_reason
+        print(
+            f"  ({path.stem} on {preset}: input program kept; saturation: {stop})", file=sys.stderr
+        )
+    optimized = measure_program(result.graph, hw, bindings)
     out = [("as written", written), ("optimized", optimized)]
     if quant:
-        qgraph, qbindings, params = quantized(path, preset)
+        qgraph, qbindings, params = quantized(path, preset, limits.time_limit)
         out.append(("int8", measure_program(qgraph, hw, qbindings, params)))
     return out
 
@@ -110,7 +121,20 @@ def main() -> None:
     )
     ap.add_argument("--no-examples", action="store_true", help="leave out examples/*.model")
     ap.add_argument("--no-quant", action="store_true", help="leave out the int8 programs")
+    ap.add_argument(
+        "--zoo-int8",
+        action="store_true",
+        help="the zoo's int8 programs too (slow and memory-hungry: calibration runs the "
+        "reference interpreter on 4 random inputs)",
+    )
     ap.add_argument("--presets", default="edge,datacenter", help="comma-separated presets")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=300.0,
+        help="seconds the optimizer may take per model (default 300: on busy shared cores "
+        "the CLI's 30 s can stop it early and keep the input, which measures nothing)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="print every kernel")
     ap.add_argument("--json", metavar="OUT.json", help="write every row as JSON")
     args = ap.parse_args()
@@ -126,8 +150,9 @@ def main() -> None:
         for path in sources:
             t = time.perf_counter()
             model = path.stem.split("-")[0]
-            quant = not args.no_quant and path.suffix == ".model"
-            for label, row in programs(path, preset, rules, quant):
+            quant = not args.no_quant and (path.suffix == ".model" or args.zoo_int8)
+            limits = replace(DEFAULT_LIMITS, time_limit=args.time_limit)
+            for label, row in programs(path, preset, rules, quant, limits):
                 entries.append((model, label, row))
             print(f"  {model} on {preset}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
         print_preset(preset, entries, args.verbose)

@@ -1,7 +1,7 @@
 """Quantized ONNX models (ONNX Runtime's quantizer) through eqsat: import, run, simulate.
 
 Run: python bench/onnx_quantized.py [--models resnet18,bert_base] [--formats ...]
-     [--hw edge] [--files F.onnx ...] [--no-sim] [--json OUT.json]
+     [--hw edge] [--files F.onnx ...] [--no-sim] [--no-float] [--json OUT.json]
 
 For the zoo's ResNet-18 and BERT-base quantized by ONNX Runtime (static QDQ, static
 QOperator, dynamic; bench/onnx_quantized_models.py makes and caches them), or for
@@ -22,7 +22,10 @@ QOperator, dynamic; bench/onnx_quantized_models.py makes and caches them), or fo
   int8 products where `eqsat run` computes the f32 products QDQ graphs write);
 - int8 / f32: contraction kernels (qmatmul/qconv2d and their fused forms, vs
   matmul/conv) in the program as written and in the optimized program;
-- cycles of both programs on --hw.
+- cycles of both programs on --hw, the cost model's estimate of each (error =
+  (estimate - simulated) / simulated), the kernels the simulator ran, and for the zoo
+  models the optimized float export's cycles on --hw next to them (opt/float: the
+  optimized quantized program's cycles over the float program's).
 """
 
 from __future__ import annotations
@@ -97,9 +100,11 @@ def contraction_counts(graph) -> tuple[int, int]:
 
 def simulated(path: Path, dims: dict, bindings: dict, hw: str, optimize: bool, limit: float):
     """(outputs by model name, cycles, int8 and float contractions, whether the
-    outputs equal the interpreter's on the same (optimized) program) of the program;
-    `limit`: seconds the optimizer may take (past it, it keeps the input program)."""
+    outputs equal the interpreter's on the same (optimized) program, (estimated
+    cycles, kernels simulated)) of the program; `limit`: seconds the optimizer may
+    take (past it, it keeps the input program)."""
     from backend import compile_graph
+    from eqsat.costs import program_cost
     from hwsim import simulate
 
     flags = ["simulate", str(path), "--hw", hw, "-q", "--time-limit", str(limit)]
@@ -115,7 +120,21 @@ def simulated(path: Path, dims: dict, bindings: dict, hw: str, optimize: bool, l
     bound = lowered.bound_names()
     same = evaluate(lowered, {k: v for k, v in bindings.items() if k in bound})
     exact = all(np.array_equal(outs[k], same[k]) for k in same)
-    return outs, result.report.cycles, contraction_counts(lowered), exact
+    estimate = (program_cost(lowered, hw_desc).cycles, len(result.report.kernels))
+    return outs, result.report.cycles, contraction_counts(lowered), exact, estimate
+
+
+def float_row(name: str, hw: str, limit: float) -> dict:
+    """The zoo's float export of NAME, optimized and simulated on `hw`: the figure the
+    quantized programs are compared with."""
+    from onnx_quantized_models import source_file
+
+    path = source_file(name)
+    dims = DIMS.get(name, {})
+    feeds = sample_feeds(path, dims, seed=7)
+    bindings = load_model(path, dims).bindings(0, feeds)
+    _, cycles, _, _, (estimate, kernels) = simulated(path, dims, bindings, hw, True, limit)
+    return {"model": name, "cycles": int(cycles), "estimate": int(estimate), "kernels": kernels}
 
 
 def measure(label: str, fmt: str, path: Path, dims: dict, hw: str, sim: bool, limit: float) -> dict:
@@ -152,7 +171,10 @@ def measure(label: str, fmt: str, path: Path, dims: dict, hw: str, sim: bool, li
     }
     if sim:
         for name, optimize in (("written", False), ("optimized", True)):
-            outs, cycles, (int8, flt), exact = simulated(path, dims, bindings, hw, optimize, limit)
+            outs, cycles, (int8, flt), exact, (estimate, kernels) = simulated(
+                path, dims, bindings, hw, optimize, limit
+            )
+            row[f"estimate_{name}"], row[f"kernels_{name}"] = int(estimate), kernels
             row[f"sim_eq_own_graph_{name}"] = exact
             row[f"sim_eq_run_{name}"] = all(np.array_equal(outs[k], ours[k]) for k in ours)
             row[f"sim_equal_pct_{name}"] = float(
@@ -166,6 +188,36 @@ def measure(label: str, fmt: str, path: Path, dims: dict, hw: str, sim: bool, li
 
 
 KINDS = ("written", "optimized")
+
+
+def _error(r: dict, k: str) -> str:
+    return f"{(r[f'estimate_{k}'] - r[f'cycles_{k}']) / r[f'cycles_{k}']:+.1%}"
+
+
+def print_speed_table(rows: list[dict], floats: dict[str, dict], hw: str) -> None:
+    """Kernels, cycles and estimate errors as written / optimized, against float."""
+    print(
+        f"{'model':<14}{'format':<11}{'kernels':>14}{'cycles written':>16}{'est. err':>9}"
+        f"{'cycles opt':>12}{'est. err':>9}{'float opt':>11}{'est. err':>9}{'opt/float':>10}"
+    )
+    for name, f in floats.items():
+        err = f"{(f['estimate'] - f['cycles']) / f['cycles']:+.1%}"
+        print(
+            f"{name:<14}{'float':<11}{f['kernels']:>14}{'-':>16}{'-':>9}{f['cycles']:>12}"
+            f"{err:>9}{f['cycles']:>11}{err:>9}{1.0:>10.2f}"
+        )
+    for r in rows:
+        if "cycles_optimized" not in r:
+            continue
+        f = floats.get(r["model"])
+        kernels = f"{r['kernels_written']} -> {r['kernels_optimized']}"
+        ratio = f"{r['cycles_optimized'] / f['cycles']:.2f}" if f else "-"
+        print(
+            f"{r['model']:<14}{r['format']:<11}{kernels:>14}{r['cycles_written']:>16}"
+            f"{_error(r, 'written'):>9}{r['cycles_optimized']:>12}{_error(r, 'optimized'):>9}"
+            f"{f['cycles'] if f else '-':>11}{'':>9}{ratio:>10}"
+        )
+    print(f"on {hw}; est. err: (cost model estimate - simulated) / simulated")
 
 
 def print_table(rows: list[dict], hw: str) -> None:
@@ -221,8 +273,12 @@ def main() -> int:
         "--time-limit", type=float, default=600.0, help="seconds per optimization (default 600)"
     )
     p.add_argument("--json", metavar="OUT.json")
+    p.add_argument(
+        "--no-float", action="store_true", help="skip the float export of the zoo models"
+    )
     args = p.parse_args()
     rows = []
+    floats: dict[str, dict] = {}
     jobs = []
     for f in args.files:
         dims = dict((k, int(v)) for k, v in (d.split("=") for d in args.dim))
@@ -231,6 +287,10 @@ def main() -> int:
         files = quantized_files(name)
         for fmt in args.formats.split(","):
             jobs.append((name, fmt, files[fmt], DIMS.get(name, {})))
+    if not args.files and not args.no_sim and not args.no_float:
+        for name in [m for m in args.models.split(",") if m]:
+            floats[name] = float_row(name, args.hw, args.time_limit)
+            print(json.dumps({"float": floats[name]}), file=sys.stderr, flush=True)
     for label, fmt, path, dims in jobs:
         try:
             rows.append(measure(label, fmt, path, dims, args.hw, not args.no_sim, args.time_limit))
@@ -238,9 +298,14 @@ def main() -> int:
             print(f"{label} {fmt}: {type(err).__name__}: {err}", file=sys.stderr)
             continue
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        if args.json:  # after every row: a long run that dies keeps what it measured
+            Path(args.json).write_text(json.dumps({"rows": rows, "float": floats}, indent=1))
     print_table(rows, args.hw)
+    if not args.no_sim:
+        print()
+        print_speed_table(rows, floats, args.hw)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "float": floats}, indent=1))
     return 0
 
 

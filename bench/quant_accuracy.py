@@ -100,6 +100,7 @@ def measure(
         "sqnr_db": {k: (v if math.isfinite(v) else None) for k, v in quant.sqnr.items()},
         "layers": len(quant.plan.layers),
         "int8_kernels": int8_kernels(qgraph),
+        "rotated": [r.label for r in quant.plan.rotations if r.chosen],  # --rotate
         "float_cycles": float_cycles,
         "int8_cycles": int8_cycles,
         "ratio": int8_cycles / float_cycles,

@@ -1,6 +1,9 @@
 """Weight-only quantization of a decode step: simulated cycles of bf16, w8a16 and w4a16
 weights (and the f32 model as written) on edge and datacenter, the ratio to bf16, the
-DRAM traffic and the SQNR of every output against the f32 model.
+DRAM traffic and the SQNR of every output against the f32 model, and each program's
+roofline floor (`program_roofline_cycles`: its own DRAM bytes, MACs and vector work at
+the preset's peak rates) with the ratio to bf16 that floor would give: the best a
+scheme can reach without moving fewer bytes.
 
 fp8 (E4M3 weights) runs where the hardware file declares it (datacenter).
 
@@ -11,7 +14,11 @@ place: the weights dominate). Each configuration is one `eqsat simulate` run (th
 optimizer, the backend and the simulator, as a user runs them).
 
     /work/venv/bin/python bench/weight_only.py [--hw edge datacenter] [--models NAME ...]
-        [--schemes f32 bf16 w8a16 w4a16 fp8] [--json OUT.json]
+        [--schemes f32 bf16 w8a16 w4a16 fp8] [--fidelity] [--json OUT.json]
+
+`--fidelity` also prices each program with the cost model (eqsat.fidelity
+measure_program, the same compile simulated again): the program's estimate against
+its simulated cycles, and the worst estimate error of its weight-only products.
 """
 
 from __future__ import annotations
@@ -47,11 +54,38 @@ def simulate(model: Path, dims: list[str], hw: str, scheme: str) -> dict | None:
         return json.loads(report.read_text())
 
 
+def fidelity(model: Path, dims: list[str], hw: str, scheme: str) -> str:
+    """The cost model's estimate of the program against its simulation, as a line."""
+    sys.path.insert(0, str(ROOT))
+    from eqsat.cli import build_parser
+    from eqsat.commands.compile import graph_for_target
+    from eqsat.fidelity import measure_program
+    from eqsat.loading import load_model
+    from hwsim import load_hardware
+
+    flags = ["simulate", str(model), *dims, "--hw", hw, "-q"]
+    args = build_parser().parse_args(flags + ([] if scheme == "f32" else ["--quantize", scheme]))
+    bound = dict(d.split("=") for d in dims[1::2])  # ["--dim", "L=2048", ...]
+    loaded = load_model(model, {k: int(v) for k, v in bound.items()})
+    bindings = loaded.bindings(0)
+    graph, _, result = graph_for_target(args, loaded.graph, bindings)
+    quant = result.quant
+    params = {**quant.plan.params, **quant.all_params} if quant is not None else {}
+    row = measure_program(graph, load_hardware(hw), bindings, params)
+    wq = [k for k in row.kernels if k.label.endswith(":matmul_wq")]
+    worst = max(wq, key=lambda k: abs(k.error), default=None)
+    line = f"estimate {row.predicted:,} vs {row.simulated:,} simulated ({row.error:+.1%})"
+    if worst is not None:
+        line += f"; worst of {len(wq)} matmul_wq {worst.error:+.1%} ({worst.label})"
+    return line
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hw", nargs="+", default=["edge", "datacenter"])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES)
+    p.add_argument("--fidelity", action="store_true", help="the cost model's estimate too")
     p.add_argument("--json", metavar="OUT.json")
     args = p.parse_args()
     rows = []
@@ -62,7 +96,8 @@ def main() -> int:
             base = runs.get("bf16")
             print(f"\n{name} on {hw}:")
             print(
-                f"  {'scheme':<7} {'cycles':>12} {'vs bf16':>8} {'DRAM MiB':>9}  SQNR vs f32 (dB)"
+                f"  {'scheme':<7} {'cycles':>12} {'vs bf16':>8} {'DRAM MiB':>9} "
+                f"{'floor':>12} {'floor/bf16':>10} {'of floor':>8}  SQNR vs f32 (dB)"
             )
             for scheme, d in runs.items():
                 if d is None:
@@ -75,7 +110,12 @@ def main() -> int:
                 snr = ", ".join(
                     f"{k} {'exact' if v is None else f'{v:.1f}'}" for k, v in sqnr.items()
                 )
-                print(f"  {scheme:<7} {cycles:>12,} {ratio:>8} {mib:>9.1f}  {snr or '-'}")
+                floor = d["program_roofline_cycles"]
+                floor_ratio = f"{floor / base['cycles']:.3f}" if base else "-"
+                print(
+                    f"  {scheme:<7} {cycles:>12,} {ratio:>8} {mib:>9.1f} {floor:>12,} "
+                    f"{floor_ratio:>10} {floor / cycles:>8.0%}  {snr or '-'}"
+                )
                 rows.append(
                     {
                         "model": name,
@@ -84,9 +124,13 @@ def main() -> int:
                         "cycles": cycles,
                         "ratio_vs_bf16": cycles / base["cycles"] if base else None,
                         "dram_bytes": d["dram_bytes_read"] + d["dram_bytes_written"],
+                        "floor_cycles": floor,
+                        "floor_ratio_vs_bf16": floor / base["cycles"] if base else None,
                         "sqnr_db": sqnr,
                     }
                 )
+                if args.fidelity:
+                    print(f"          {fidelity(model, dims, hw, scheme)}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -21,6 +21,7 @@ from eqsat.attention_plan import attention_cost
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import DType, TensorType
+from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
 from eqsat.ops.reduce import reduced_axes
@@ -32,13 +33,15 @@ from eqsat.spatial_plan import (
     conv_gemm_work,
     conv_prep_cost,
     conv_transposed_work,
+    fill_stream,
     group_share,
     grouped_prep_cost,
     kernel_cost,
     planned_cost,
+    requantize_ch_stream,
 )
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
-from eqsat.vector_passes import vector_passes
+from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
@@ -126,6 +129,7 @@ def kernel_work(
         name, c_in, c_out = contraction
         batch, m, n, k = _matmul_dims(name, c_in, c_out)
         macs = batch * m * n * k * gemms
+        sums_loads, sums_ops = _zero_point_epilogue(name, attrs, out.numel)
         return KernelWork(
             gemms=gemms,
             kind="conv" if name in ("conv2d", "qconv2d") else "matmul",
@@ -135,11 +139,19 @@ def kernel_work(
             n=n,
             k=k,
             batch=batch,
-            vector_ops=max(flops - 2 * macs, 0),
+            vector_ops=max(flops - 2 * macs, 0) + sums_ops,
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             patch=_patch(name, c_in, c_out),
-            epilogue_loads=_epilogue_loads(op, in_types, out, gemms, name in ("conv2d", "qconv2d")),
+            # matmul_nt turns its B [n, k] on chip tile by tile; priced without it so
+            # that it ranks against matmul(a, transpose(b)), whose transposed view is
+            # priced once per block (_transposed_view_cost) though its reader turns
+            # each B tile again per M tile: pricing only one side truthfully made
+            # extraction pick the slower of the two (rules/layout.rules test)
+            b_transposed=False,
+            channel_axis="n" if _per_channel_requantize(op) else "",
+            epilogue_loads=_epilogue_loads(op, in_types, out, gemms, name in ("conv2d", "qconv2d"))
+            + sums_loads,
         )
     kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
     # the lane passes of the kernel's instructions where they are known, else FLOPs
@@ -152,6 +164,34 @@ def kernel_work(
         bytes_out=bytes_out,
         working_set_bytes=_working_set(op, in_types, out),
     )
+
+
+def _zero_point_epilogue(
+    name: str, attrs: Mapping[str, AttrValue], outputs: int
+) -> tuple[tuple[tuple[bool, bool, int], ...], int]:
+    """(epilogue loads, vector ops) a qmatmul adds for its zero points (backend/
+    lower_contract.py _zero_points): a_zero subtracts a_zero times the weight sums, an
+    i32 row along n loaded with every tile; b_zero the same with the row sums of a, a
+    column along m; both, a constant. (A qconv2d's a_zero is left as it was priced:
+    measured on cnn.model's int8 convolutions, adding its sums overprices them 11%.)"""
+    if name != "qmatmul":
+        return (), 0
+    za, zb = int(attrs.get("a_zero", 0)), int(attrs.get("b_zero", 0))  # type: ignore[call-overload]
+    loads = ((False, True, 4),) * bool(za) + ((True, False, 4),) * bool(zb)
+    return loads, outputs * (len(loads) + bool(za and zb))
+
+
+def _per_channel_requantize(op: OpDef) -> bool:
+    """Does this fused matrix kernel's epilogue requantize channel by channel?"""
+    if op.kind is not OpKind.FUSED or op.composition is None:
+        return False
+
+    def ops(call) -> set[str]:
+        if isinstance(call, str):
+            return set()
+        return {call.op}.union(*(ops(a) for a in call.args))
+
+    return bool(ops(op.composition) & {"requantize_pc", "requantize_ch"})
 
 
 def _epilogue_loads(
@@ -224,21 +264,108 @@ ONE_INSTRUCTION = {
 }
 
 
+# One-instruction ops taking an immediate for a scalar operand (backend/ewise_ops.py).
+BINARY_IMMEDIATE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+
+
 def _streamed_cost(
-    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
 ) -> KernelCost | None:
-    """An f32 elementwise op of one instruction as the backend's streaming kernel runs
-    it (eqsat/spatial_plan.py stream_plan: its tiles, the broadcast operands it loads
-    with every tile, each step through the simulator's queues); None for other ops,
-    and when an operand is a scalar (the backend may fold it into an immediate)."""
-    op = ONE_INSTRUCTION.get(op_name)
-    if op is None or out.dtype.value != "f32" or not out.rank:
+    """An elementwise op whose instructions are known (stream_ops) as the backend's
+    streaming kernel runs it (eqsat/spatial_plan.py stream_plan: its tiles, the
+    broadcast operands it loads with every tile, each step through the simulator's
+    queues); None for other ops. f32 only, but for the comparisons, logic and selects
+    (one ALU pass whatever the dtype: bool masks, their operands)."""
+    if op_name == "requantize_ch" and out.rank:  # per-channel instructions (spatial_plan)
+        return kernel_cost(hw, [requantize_ch_stream(in_types, out, attrs)])
+    ops = stream_ops(op_name, in_types, out, attrs)
+    if ops is None or not out.rank:
         return None
-    if any(t.dtype.value != "f32" or t.numel <= 1 for t in in_types):
+    if op_name not in ANY_DTYPE and any(t.dtype.value != "f32" for t in (*in_types, out)):
         return None
-    leaves = tuple((broadcast_strides(t.shape, out.shape), 4) for t in in_types)
-    stream = Stream(out.shape, row_major(out.shape), 4, leaves, (op,))
+    # a scalar operand is taken to be a constant the backend folds into the instruction
+    # as an immediate (`binary.mul ..., 0.35`): no leaf of its own
+    arrays = [t for t in in_types if t.numel > 1]
+    if not arrays or (len(arrays) < len(in_types) and op_name not in BINARY_IMMEDIATE):
+        return None
+    leaves = tuple((broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in arrays)
+    stream = Stream(
+        out.shape, row_major(out.shape), out.dtype.itemsize, leaves, ops, _off_spine(op_name)
+    )
     return kernel_cost(hw, [stream])
+
+
+# Ops of one ALU pass on any dtype (eqsat/vector_passes.py LANE_OPS).
+ANY_DTYPE = frozenset(
+    {"equal", "less", "less_equal", "greater", "greater_equal", "where"}
+    | {"logical_and", "logical_or", "logical_xor", "logical_not"}
+)
+
+
+def _off_spine(op_name: str) -> int:
+    """Intermediate tiles of an elementwise kernel: the root's first-operand chain is
+    computed in the output tile, every other subexpression in a tile of its own
+    (backend/tileexpr.py spine); hard_swish's hard_sigmoid is one."""
+    if op_name == "hard_swish":
+        return 1
+    op = REGISTRY[op_name]
+    if op.kind is not OpKind.FUSED or op.composition is None:
+        return 0
+
+    def count(call) -> int:
+        if isinstance(call, str):
+            return 0
+        rest = sum(1 + count(a) for a in call.args[1:] if not isinstance(a, str))
+        return rest + count(call.args[0]) if call.args else rest
+
+    return count(op.composition)
+
+
+def stream_ops(
+    op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs: Mapping[str, AttrValue]
+) -> tuple[str, ...] | None:
+    """The vector instructions an f32 elementwise kernel runs per tile (backend/ewise_ops.py
+    EXPR, ewise_masks.py; a fused elementwise op: those of its body), or None where
+    they are not known."""
+    if op_name in ONE_INSTRUCTION:
+        return (ONE_INSTRUCTION[op_name],)
+    if op_name == "gelu":
+        return ("gelu_erf" if attrs.get("approximate", "tanh") == "none" else "gelu",)
+    if op_name in LANE_OPS or op_name == "clip":
+        return lane_ops(op_name, in_types, attrs, out.dtype.value)
+    op = REGISTRY[op_name]
+    if op.kind is not OpKind.FUSED or op.composition is None:
+        return None
+    ops: list[str] = []
+    for b in body_nodes(op.composition, op.operands, in_types, attrs):
+        inner = stream_ops(b.op.name, b.in_types, b.out, b.attrs)
+        if inner is None or b.op.kind not in (OpKind.ELEMENTWISE, OpKind.FUSED):
+            return None
+        ops += inner
+    return tuple(ops)
+
+
+def _concat_cost(
+    hw: Hardware, in_types: Sequence[TensorType], out: TensorType, attrs
+) -> KernelCost:
+    """A concat as backend/lowering.py lower_concat emits it: one kernel copying each
+    input into its slice of the output, a streaming pass per piece, fenced one after
+    another (a one-element piece, a constant the backend folds, as a fill)."""
+    axis = int(attrs["axis"]) % out.rank  # type: ignore[call-overload]
+    strides = row_major(out.shape)
+    isz = out.dtype.itemsize
+    streams = [
+        fill_stream(t.shape, strides, isz)
+        if t.numel == 1
+        else Stream(t.shape, strides, isz, ((row_major(t.shape), t.dtype.itemsize),), ("copy",))
+        for t in in_types
+        if t.shape[axis]
+    ]
+    return kernel_cost(hw, streams)
 
 
 def _reduce_cost(hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs) -> KernelCost:
@@ -271,6 +398,14 @@ def op_cost(
     custom = instruction_cost(hw, op_name, in_types, out)
     if custom is not None:  # a declared instruction of this hardware (eqsat/custom_instr)
         return custom
+    if op_name == "hadamard":  # a vector kernel, planned instruction by instruction
+        from eqsat.rotation_plan import hadamard_cost
+
+        block = int(attrs["block"])  # type: ignore[call-overload]
+        cost = hadamard_cost(hw, out.numel // block, block)
+        if not cost.feasible:  # one block row does not fit SRAM: the backend refuses it
+            return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)
+        return cost
     if op_name == "cumsum":  # a scan kernel, planned instruction by instruction
         return scan_cost(hw, in_types[0], attrs, UNRUNNABLE_CYCLES)
     if op_name in ("attention", "attention_masked"):  # flash attention, planned likewise
@@ -284,6 +419,8 @@ def op_cost(
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form
             return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
         return planned
+    if op_name in NORM_MATMUL:  # a norm in its product's prologue (eqsat/norm_prologue.py)
+        return _norm_matmul_cost(hw, op_name, in_types, out, attrs)
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None:
         return None
@@ -295,15 +432,41 @@ def op_cost(
     if work.kind == "conv":
         return min(_conv_forms(hw, op_name, in_types, out, attrs, work).values(), key=_by_cycles)
     if work.kind == "matmul":
+        if op_name == "matmul_wq":  # one row: its columns may split between two units
+            from eqsat.wq_work import split_cost, wq_split
+
+            plan = wq_split(hw, work)
+            if plan is not None:
+                return split_cost(hw, work, plan)
         return _gemm_cost(hw, op_name, in_types, out, attrs, work)
     if op_name in ROW_KINDS:
         return _row_cost(hw, op_name, in_types, out, attrs)
     if op_name in REDUCE_OPS:
         return _reduce_cost(hw, op_name, in_types[0], out, attrs)
-    streamed = _streamed_cost(hw, op_name, in_types, out)
+    if op_name == "concat" and out.rank:
+        return _concat_cost(hw, in_types, out, attrs)
+    streamed = _streamed_cost(hw, op_name, in_types, out, attrs)
     if streamed is not None:
         return streamed
     return kernel_cycles(hw, work)
+
+
+def _norm_matmul_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+) -> KernelCost | None:
+    """The inner product's price plus the prologue; unrunnable when it cannot run."""
+    _, inner, count = NORM_MATMUL[op_name]
+    names = {a.name for a in REGISTRY[inner].attrs}
+    inner_attrs = {k: v for k, v in attrs.items() if k in names}
+    inner_cost = op_cost(hw, inner, in_types[:count], out, inner_attrs)
+    cost = norm_matmul_cost(inner_cost, hw, op_name, in_types[0], out)
+    if cost is not None and not cost.feasible:
+        return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)
+    return cost
 
 
 def _by_cycles(cost: KernelCost) -> tuple[int, int]:

@@ -4,7 +4,8 @@ IREE for this CPU and run on the same inputs the interpreter would get."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,20 +52,42 @@ def module_from_file(path: str, graph: Graph, extra: Mapping[str, np.ndarray] | 
     return MlirModule(text, head.group(1), args, results)
 
 
-def run_with_iree(
-    graph: Graph, bindings: Mapping[str, np.ndarray], mlir_path: str | None, repeat: int
-) -> tuple[dict[str, np.ndarray], str]:
-    """(outputs by name, a line with compile and run times)."""
-    from backend.mlir import MlirEmitError, emit_mlir
-    from backend.mlir.iree import IreeCompileError, IreeMissing, iree_available, run_iree
+def require_iree() -> None:
+    """A UserError saying how to install IREE when it is not importable."""
+    from backend.mlir.iree import iree_available
 
     if not iree_available():
         raise UserError(
             "--backend iree needs IREE: pip install 'eqsat[iree]' (iree-base-compiler, "
             "iree-base-runtime)"
         )
-    feeds = dict(bindings)
+
+
+@contextmanager
+def iree_user_errors(where: str = "", compile_where: str = "") -> Iterator[None]:
+    """Emitting MLIR or compiling it with IREE as a user-facing step: the emitter's and
+    IREE's refusals become UserErrors prefixed with `where` (`compile_where` instead
+    for IREE's compile errors, e.g. the MLIR file that did not compile)."""
+    from backend.mlir import MlirEmitError
+    from backend.mlir.iree import IreeCompileError, IreeMissing
+
     try:
+        yield
+    except (MlirEmitError, IreeMissing, IreeCompileError) as err:
+        prefix = compile_where if compile_where and isinstance(err, IreeCompileError) else where
+        raise UserError(f"{prefix}{err}") from None
+
+
+def run_with_iree(
+    graph: Graph, bindings: Mapping[str, np.ndarray], mlir_path: str | None, repeat: int
+) -> tuple[dict[str, np.ndarray], str]:
+    """(outputs by name, a line with compile and run times)."""
+    from backend.mlir import emit_mlir
+    from backend.mlir.iree import run_iree
+
+    require_iree()
+    feeds = dict(bindings)
+    with iree_user_errors(compile_where=f"{mlir_path}: " if mlir_path else ""):
         if mlir_path:
             # the params `eqsat compile --quantize int8 --emit mlir -o FILE` wrote
             extra = _sibling_params(mlir_path)
@@ -73,9 +96,6 @@ def run_with_iree(
         else:
             module = emit_mlir(graph)
         run = run_iree(module, feeds, repeats=repeat)
-    except (MlirEmitError, IreeMissing, IreeCompileError) as err:
-        where = f"{mlir_path}: " if mlir_path and isinstance(err, IreeCompileError) else ""
-        raise UserError(f"{where}{err}") from None
     line = (
         f"IREE (llvm-cpu, this host): compiled in {run.compile_seconds:.2f} s, "
         f"{_ms(run.seconds)} per run (best of {repeat})"

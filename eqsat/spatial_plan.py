@@ -31,6 +31,7 @@ from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, OpDef
 from eqsat.ops.fused import body_nodes, contraction_of
 from eqsat.ops.mathfn import clip_bounds
+from eqsat.ops.quant_conv import clamp_bounds
 from eqsat.ops.spatial import Window2d, pad_widths, window2d
 from hwsim import timing
 from hwsim.costmodel import (
@@ -82,6 +83,7 @@ def pointwise_work(work: KernelWork, x: TensorType, w: TensorType) -> KernelWork
         bytes_in=work.bytes_in + reloaded,
         patch=(),
         epilogue_loads=swapped_loads(work),
+        channel_axis=swapped_axis(work),
     )
 
 
@@ -104,7 +106,13 @@ def transposed_work(work: KernelWork, x: TensorType, w: TensorType, out: TensorT
         patch=(),
         patch_b=work.patch,
         epilogue_loads=swapped_loads(work),
+        channel_axis=swapped_axis(work),
     )
+
+
+def swapped_axis(work: KernelWork) -> str:
+    """A per-channel epilogue's channel axis once channels are the GEMM's rows."""
+    return {"n": "m", "m": "n"}.get(work.channel_axis, "")
 
 
 def swapped_loads(work: KernelWork) -> tuple[tuple[bool, bool, int], ...]:
@@ -184,6 +192,9 @@ FULL, ROW, COL, TR = "full", "row", "col", "tr"
 # An entry of Stream.ops naming a hardware's declared instruction (hwsim/custom.py):
 # one instruction per tile over all the leaves, timed by the declared cost.
 CUSTOM_PREFIX = "custom."
+# An entry of Stream.ops for per-channel requantization: "requantize_ch:K", K the leaf
+# holding the channel scales (requant_ch_cycles).
+REQUANT_CH = "requantize_ch:"
 
 
 def stream_space(shape: Sequence[int], out: Strides, leaves: list[Strides]):
@@ -347,6 +358,8 @@ def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
         compute += sum(
             _custom_cycles(hw, op, rn, cn, [elements[c] for c in classes])  # type: ignore[index]
             if op.startswith(CUSTOM_PREFIX)
+            else requant_ch_cycles(hw, op, cstr, row, col, rn, cn)
+            if op.startswith(REQUANT_CH)
             else timing.vector_cycles(hw, rn * cn, op)
             for op in s.ops
         )
@@ -367,6 +380,36 @@ def stream_plan(hw: Hardware, s: Stream) -> StreamPlan:
     if s.zero:  # one element loaded into a padded tile, copied out
         zero = (timing.dma_cycles(hw, 4), timing.vector_cycles(hw, rt * ct, "copy"))
     return StreamPlan((rt, ct), order, zero, tile != (0, 0))
+
+
+def requantize_ch_stream(in_types: Sequence[TensorType], out: TensorType, attrs) -> Stream:
+    """A standalone requantize_ch (backend/quant.py): one streaming pass over x with the
+    channel scales a broadcast leaf, a requantize per channel row or column of each
+    tile, then the clamp's max and min where its bounds cut the i8 range."""
+    x, s = in_types
+    lo, hi = clamp_bounds(
+        float(attrs["scale"]), int(attrs["zero_point"]), attrs["min"], attrs["max"]
+    )
+    ops = (f"{REQUANT_CH}1", *(op for op, cut in (("max", lo > -128), ("min", hi < 127)) if cut))
+    leaves = ((row_major(x.shape), 4), (broadcast_strides(s.shape, out.shape), s.dtype.itemsize))
+    return Stream(out.shape, row_major(out.shape), out.dtype.itemsize, leaves, ops)
+
+
+def shift_requant_ch(op: str, by: int) -> str:
+    """A REQUANT_CH entry with its leaf index moved by `by` (other entries as they are)."""
+    if not op.startswith(REQUANT_CH):
+        return op
+    return f"{REQUANT_CH}{int(op.removeprefix(REQUANT_CH)) + by}"
+
+
+def requant_ch_cycles(hw: Hardware, op: str, cstr, row: int, col: int, rn: int, cn: int) -> int:
+    """Per-channel requantization of an rn x cn tile (backend/tileexpr.py): one
+    `requantize` per row or per column along which the channel leaf moves, one for the
+    tile if it holds one channel."""
+    st = cstr[1 + int(op.removeprefix(REQUANT_CH))]
+    by_rows, by_cols = st[row] != 0 and rn > 1, st[col] != 0 and cn > 1
+    count = rn if by_rows else cn if by_cols else 1
+    return count * timing.vector_cycles(hw, rn * cn // count, "requantize")
 
 
 def _custom_cycles(hw: Hardware, op: str, rows: int, cols: int, sizes: list[int]) -> int:
@@ -817,9 +860,11 @@ def window_streams(
     mult: int = 1,
     extra: Sequence[tuple[Strides, int]] = (),
     epilogue_ops: Sequence[str] = (),
+    out_float: bool = True,
 ) -> tuple[list[Stream], Stream]:
     """(prep streams, main stream) of a window kernel; kind: max | avg | avg_map | dw.
-    `extra`: epilogue operands (strides over the [N, O, HO, WO] output)."""
+    `extra`: epilogue operands (strides over the [N, O, HO, WO] output); `out_float`:
+    the output is a float (an integer convolution's dequantized result)."""
     n, ch, h, w = x.shape
     isz = x.dtype.itemsize
     (sh, sw), (ho, wo) = g.stride, g.out_hw
@@ -855,9 +900,14 @@ def window_streams(
         # a float sum ends with + 0 (backend/window.py): the reference's sum from +0
         # turns -0 products (a padded tap times a negative weight) into +0
         sums = t if x.dtype.is_float else t - 1
-        ops = ["mul"] * t + ["add"] * sums + list(epilogue_ops)
+        ops = ["mul"] * t + ["add"] * sums + [shift_requant_ch(o, 2 * t) for o in epilogue_ops]
     leaves += list(extra)
-    inter = _intermediates(ops, kind, t, out_isz)
+    if kind == "dw" and not x.dtype.is_float and out_float and out_isz == 4:
+        # integer sums into a float output: only the ops from the cast on (the copy)
+        # chain through the output tile
+        inter = ops.index("copy") if "copy" in ops else len(ops) - 1
+    else:
+        inter = _intermediates(ops, kind, t, out_isz)
     main = Stream(shape, out, out_isz, tuple(leaves), tuple(ops), inter)
     return prep, main
 
@@ -966,7 +1016,7 @@ def gather_loop(hw: Hardware, pre: int, n: int, post: int, k: int, dtype: str) -
 
 # ----------------------------------------------------------------- prices
 
-_VECTOR_OP = {"maximum": "max", "minimum": "min"}
+_VECTOR_OP = {"maximum": "max", "minimum": "min", "cast": "copy"}
 
 
 def add_costs(costs: Sequence[KernelCost]) -> KernelCost:
@@ -1012,10 +1062,30 @@ def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs)
         if b.op.name == "clip":  # a max and a min per bound it has (backend ewise_masks)
             lo, hi = clip_bounds(b.out.dtype, b.attrs)
             ops += [name for name, bound in (("max", lo), ("min", hi)) if bound is not None]
-        elif b.op.name != "conv2d":
+        elif b.op.name == "requantize_ch":  # per channel of the tile (backend/tileexpr.py)
+            ops.append(f"{REQUANT_CH}{_scales_operand(op) - 2}")
+            scale, zp = float(b.attrs["scale"]), int(b.attrs["zero_point"])  # type: ignore[arg-type]
+            lo, hi = clamp_bounds(scale, zp, b.attrs["min"], b.attrs["max"])  # type: ignore[arg-type]
+            ops += [name for name, keep in (("max", lo > -128), ("min", hi < 127)) if keep]
+        elif b.op.name not in _CONVS:
             ops.append(_VECTOR_OP.get(b.op.name, b.op.name))
     extra = [(broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in in_types[2:]]
     return tuple(ops), tuple(extra)
+
+
+def _scales_operand(op: OpDef) -> int:
+    """The operand index of the channel scales of the requantize_ch in op's body."""
+
+    def find(e) -> str | None:
+        if isinstance(e, str):
+            return None
+        if e.op == "requantize_ch" and isinstance(e.args[1], str):
+            return e.args[1]
+        return next((f for a in e.args if (f := find(a)) is not None), None)
+
+    name = find(op.composition)
+    assert name is not None, f"{op.name}: no requantize_ch of an operand"
+    return op.operands.index(name)
 
 
 def planned_cost(
@@ -1057,15 +1127,19 @@ def planned_cost(
     if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
         return None  # not a grouped convolution: not planned here
     conv = conv_of(op, in_types, attrs)
-    if conv is None or contraction_of(op_name) != "conv2d" or not is_depthwise(*conv):
-        return None  # (a grouped qconv2d runs one GEMM per group)
+    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
+        return None  # (other grouped convolutions run one GEMM per group)
     x, w, cattrs = conv
     g = conv_window(x, w, cattrs)
     ops, extra = _epilogue(op, in_types, out, attrs)
+    za = int(cattrs.get("a_zero", 0))  # type: ignore[call-overload]
+    if za:  # a qconv2d's - za * sum(w) (backend/window.py), ahead of the epilogue
+        ops = ("mul", "sub", *(shift_requant_ch(o, 1) for o in ops))
+        extra = (((0, 1, 0, 0), 4), *extra)
     prep, main = window_streams(
-        x, g, out.dtype.itemsize, "dw", w.shape[0] // x.shape[1], extra, ops
+        x, g, out.dtype.itemsize, "dw", w.shape[0] // x.shape[1], extra, ops, out.dtype.is_float
     )
-    kernels = [window_prep_cost(hw, x, g, False)] if prep else []
+    kernels = [window_prep_cost(hw, x, g, za != 0)] if prep else []
     return add_costs([*kernels, kernel_cost(hw, [main])])
 
 

@@ -20,7 +20,8 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
 Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
 elements); a DRAM reference is `NAME[OFFSET:ROWSxCOLS/STRIDE]` (elements); an
 immediate is a number. The destination comes first, then `<-` and the sources, then
-`key=value` options (`wait=`/`signal=` take comma-separated token names).
+`key=value` options (`wait=`/`signal=` take comma-separated token names; `queue=vector`
+puts a binary or move on the vector queue, beside the compute queue: hwsim/isa.py).
 """
 
 from __future__ import annotations
@@ -105,9 +106,9 @@ _OPTIONS = {
     "loaddq": ("bits", "group", "phase", "fmt"),
     "store": (),
     "matmul": ("mode",),
-    "move": ("act",),
+    "move": ("act", "queue"),
     "unary": (),
-    "binary": ("bcast",),
+    "binary": ("bcast", "queue"),
     "select": (),
     "reduce": (),
     "transpose": (),
@@ -250,6 +251,10 @@ def _instr(text: str, at: _Line) -> Instr:
             kw[key] = _tokens(val, at, col)
         elif key not in _OPTIONS[op]:
             raise at.error(col - len(key) - 1, f"'{op}' takes no option '{key}'")
+        elif key == "queue":
+            if val not in ("compute", "vector"):
+                raise at.error(col, f"queue must be compute or vector, got '{val}'")
+            kw["vector_queue"] = val == "vector"
         elif key in _INT_KEYS:
             if not re.fullmatch(r"[-+]?\d+", val):
                 raise at.error(col, f"'{key}' needs an integer")

@@ -43,6 +43,10 @@ def _operand(x: Any) -> str:
     return repr(float(x))
 
 
+def _queue(ins: Binary | Move) -> dict[str, str]:
+    return {"queue": "vector"} if ins.vector_queue else {}
+
+
 def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
     """(opcode, destinations, sources, options) of an instruction."""
     match ins:
@@ -57,14 +61,15 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             mode = {} if ins.mode == "overwrite" else {"mode": ins.mode}
             return "matmul", [ins.acc], [ins.a, ins.b], mode
         case Move():
-            return "move", [ins.dst], [ins.src], {} if ins.act == "none" else {"act": ins.act}
+            opts = {} if ins.act == "none" else {"act": ins.act}
+            return "move", [ins.dst], [ins.src], {**opts, **_queue(ins)}
         case Unary():
             imm = [] if ins.imm is None else [ins.imm]
             return f"unary.{ins.op}", [ins.dst], [ins.src, *imm], {}
         case Binary():
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
-            return f"binary.{ins.op}", [ins.dst], [ins.a, b], opts
+            return f"binary.{ins.op}", [ins.dst], [ins.a, b], {**opts, **_queue(ins)}
         case Custom():
             return f"custom.{ins.name}", [ins.dst], list(ins.srcs), {}
         case Select():

@@ -26,6 +26,9 @@ Matmul / conv (implicit GEMM, C[m,n] = A[m,k] @ B[k,n], `batch` times).
   `gemms` B tiles into as many accumulators: matrix cycles, B bytes and B loads scale
   by `gemms`, and so do the B slots in SRAM and the accumulator; A and the output
   count once.
+  A B stored [n, k] (`b_transposed`, matmul_nt) or read as patches (`patch_b`) adds a
+  vector transpose of every B tile loaded; a per-channel epilogue (`channel_axis`) an
+  instruction issue per output channel of every tile.
 
 Vector / layout kinds stream their data through SRAM in double-buffered chunks of at
 most sram_bytes/4 (whole working sets each); compute = ceil(vector_ops/L) + I per
@@ -87,6 +90,15 @@ class KernelWork:
     # the same for B = the transposed patches [K, pixels] of one image (a convolution
     # run as weights @ patches): loaded pixel-major in those pieces, turned on chip
     patch_b: tuple[int, int, int] = ()
+    # matmul: B stored [n, k] (matmul_nt's keys): each B tile is loaded as one block of
+    # rn rows x rk columns and turned on chip by a vector transpose before its products
+    # (backend/contract.py matrix_mode "t"), as patch_b's pieces are
+    b_transposed: bool = False
+    # matmul/conv: an epilogue with one instruction per output channel of each tile (a
+    # per-channel requantize: every channel its own multiplier and shift; backend/
+    # tileexpr.py _requant_channels), the channels along "n" (a matmul's columns, a
+    # convolution's implicit GEMM) or "m" (a convolution run with channels as rows)
+    channel_axis: str = ""
     # matmul/conv: the operands a fused epilogue loads for each output tile, as (varies
     # along m, varies along n, item size): a bias is one row or column of the tile, a
     # residual the whole tile (hwsim/gemm_queues.py; the closed form leaves them out)
@@ -215,6 +227,9 @@ def matmul_tiling_cost(
     epilogue = math.ceil(w.vector_ops / hw.vector_lanes) + (
         hw.issue_cycles * out_tiles if w.vector_ops else 0
     )
+    if w.channel_axis:  # the per-channel instructions' issue, each channel of each tile
+        channels = w.batch * (w.n * nm if w.channel_axis == "n" else w.m * nn)
+        epilogue += hw.issue_cycles * channels
     compute = w.batch * (w.gemms * matrix + move) + epilogue
     b_bytes = w.gemms * w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
     if w.b_bits:  # packed integers and their group scales (the batch shares them)
@@ -242,6 +257,8 @@ def matmul_tiling_cost(
         b_loads = w.batch * (1 if nk == 1 and nn == 1 else nm)
         dram += b_bytes - w.patch_b[2]
         loads_b = b_loads * _runs(w.n, tn, w.patch_b[0]) * _runs(w.k, tk, w.patch_b[1])
+    if w.patch_b or w.b_transposed:  # every B tile loaded is turned on chip
+        b_loads = w.gemms * w.batch * (1 if nk == 1 and nn == 1 else nm)
         compute += b_loads * sum(
             cn * ck * timing.vector_cycles(hw, sn * sk, "transpose")
             for sn, cn in tile_splits(w.n, tn)

@@ -10,10 +10,10 @@ DMA holds one of the `dma_engines` until its data lands.
 Here the loop of backend/gemm.py `emit_gemm` is generated as abstract instructions (a
 queue, cycles from hwsim/timing.py, the instructions each waits on, as the Pipeline
 tokens of backend/emit.py pair them up) and run with the scheduling rules of
-hwsim/simulator.py: in-order load, compute and store queues, one DRAM channel whose
-transfers follow each other (a DMA's issue overlaps the previous transfer), at most
-`dma_engines` DMAs between start and landing, the earliest start first and ties to
-the load queue. The epilogue's operands are loaded per output tile
+hwsim/simulator.py: in-order load, compute, store and vector queues, one vector unit
+the compute and vector queues share, one DRAM channel whose transfers follow each
+other (a DMA's issue overlaps the previous transfer), at most `dma_engines` DMAs
+between start and landing, the earliest start first and ties to the load queue. The epilogue's operands are loaded per output tile
 (`KernelWork.epilogue_loads`). What KernelWork does not say is left out, as in the
 closed form: the zero tiles an epilogue's prologue loads, and the on-chip transpose of
 an operand whose rows are contiguous in DRAM (a producer that wrote NHWC).
@@ -28,23 +28,28 @@ from . import timing
 from .dtypes import ITEMSIZE
 from .hardware import Hardware
 
-LOAD, COMPUTE, STORE = 0, 1, 2
+LOAD, COMPUTE, STORE, VECTOR = 0, 1, 2, 3  # isa.QUEUES order
 MAX_INSTRUCTIONS = 4000  # larger loops keep the closed form (see instruction_count)
 
 
 class QueueProgram:
     """Abstract instructions: queue, cycles (queue occupancy) and the instructions
-    whose completion (a DMA's: its landing) each one waits for."""
+    whose completion (a DMA's: its landing) each one waits for; `vector_unit`: whether
+    it holds the vector unit (which the compute and vector queues share)."""
 
     def __init__(self) -> None:
         self.queue: list[int] = []
         self.cycles: list[int] = []
         self.deps: list[tuple[int, ...]] = []
+        self.vector_unit: list[bool] = []
 
-    def add(self, queue: int, cycles: int, deps: tuple[int, ...] = ()) -> int:
+    def add(
+        self, queue: int, cycles: int, deps: tuple[int, ...] = (), vector_unit: bool | None = None
+    ) -> int:
         self.queue.append(queue)
         self.cycles.append(cycles)
         self.deps.append(deps)
+        self.vector_unit.append(queue == VECTOR if vector_unit is None else vector_unit)
         return len(self.queue) - 1
 
 
@@ -53,8 +58,8 @@ class _Pipe:
     waits for the release of generation g - 2; a compute waits for the loads issued
     since the last compute; an output tile's compute for the store `out_slots` back."""
 
-    def __init__(self, prog: QueueProgram, out_slots: int = 2) -> None:
-        self.p, self.nout = prog, out_slots
+    def __init__(self, prog: QueueProgram, out_slots: int = 2, queue: int = COMPUTE) -> None:
+        self.p, self.nout, self.queue = prog, out_slots, queue
         self.gens: dict[str, int] = {}
         self.released: dict[tuple[str, int], int] = {}
         self.pending: list[int] = []
@@ -77,8 +82,9 @@ class _Pipe:
                 self.waits.append(i)
         return ch, g
 
-    def compute(self, cycles: int, deps: tuple[int, ...] = ()) -> None:
-        self.last_compute = self.p.add(COMPUTE, cycles, (*self.pending, *deps))
+    def compute(self, cycles: int, deps: tuple[int, ...] = (), vector_unit: bool = False) -> None:
+        unit = vector_unit or self.queue == VECTOR
+        self.last_compute = self.p.add(self.queue, cycles, (*self.pending, *deps), unit)
         self.pending = []
 
     def release(self, gen: tuple[str, int] | None) -> None:
@@ -89,7 +95,7 @@ class _Pipe:
         """An output tile: its epilogue (after its operands' loads `egen`), then its store."""
         k = len(self.stores)
         slot = (self.stores[k - self.nout],) if k >= self.nout else ()
-        self.compute(compute, (*self.waits, *slot))
+        self.compute(compute, (*self.waits, *slot), vector_unit=True)
         self.waits = []
         self.release(egen)
         self.stores.append(self.p.add(STORE, store, (self.last_compute,)))
@@ -118,10 +124,13 @@ def instruction_count(w, tile: tuple[int, int, int], loads: int) -> int:
     return loads + out_tiles * (2 + math.ceil(w.k / tk))
 
 
-def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
+def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") -> QueueProgram:
     """The instructions of backend/gemm.py emit_gemm for KernelWork `w` (matmul or conv
     as implicit GEMM) at `tile`, with the compute the closed form prices per output
-    tile (the accumulator's move and the epilogue's share of the vector ops)."""
+    tile (the accumulator's move and the epilogue's share of the vector ops).
+    `engine`: "" the kernel's own choice of unit for its products (gemm_step_cycles),
+    "matrix" the array, "vector" vector-unit GEMV steps on the vector queue (the two
+    shares of a split product: hwsim/gemv_split.py)."""
     tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
     s = ITEMSIZE[w.dtype]
     s_out = _out_itemsize(w)
@@ -129,10 +138,14 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     outputs = w.batch * w.m * w.n
     prog = QueueProgram()
-    pipe = _Pipe(prog)
+    pipe = _Pipe(prog, queue=VECTOR if engine == "vector" else COMPUTE)
     from .costmodel import gemm_step_cycles  # the array's or the vector unit's products
 
     step = gemm_step_cycles(hw, w, tile)
+    if engine == "vector":
+        step = lambda m, n, k: timing.gemv_cycles(hw, n, k)  # noqa: E731
+    elif engine == "matrix":
+        step = lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)  # noqa: E731
 
     def a_dmas(m0: int, rm: int, k0: int, rk: int) -> list[int]:
         if w.patch:
@@ -149,7 +162,8 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
         return [timing.dma_cycles(hw, rk * rn * s)] * w.gemms
 
     def b_turn(rk: int, rn: int) -> int:
-        return timing.vector_cycles(hw, rk * rn, "transpose") if w.patch_b else 0
+        turned = w.patch_b or w.b_transposed  # B tiles turned on chip
+        return w.gemms * timing.vector_cycles(hw, rk * rn, "transpose") if turned else 0
 
     def operand_dmas(rm: int, rn: int) -> list[int]:
         return [
@@ -168,6 +182,8 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
         if w.vector_ops:
             share = w.vector_ops * rm * rn / outputs
             cycles += math.ceil(share / hw.vector_lanes) + hw.issue_cycles * max(1, ops_per_output)
+        if w.channel_axis:  # one instruction per channel of the tile (per-channel requantize)
+            cycles += hw.issue_cycles * (rn if w.channel_axis == "n" else rm)
         return cycles
 
     for _ in range(w.batch):
@@ -181,7 +197,7 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int]) -> QueueProgram:
                 egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
                 if b_res and bgen is None and not b_done and m0 == 0:
                     bgen = pipe.load("b", b_dmas(0, w.k, n0, rn))
-                    if w.patch_b:
+                    if b_turn(w.k, rn):
                         pipe.compute(b_turn(w.k, rn))
                         pipe.release(bgen)
                         bgen, b_done = None, True
@@ -207,21 +223,23 @@ def _out_itemsize(w) -> int:
     return max(1, round(w.bytes_out / outs)) if w.bytes_out and outs else ITEMSIZE[w.dtype]
 
 
-def run_queues(hw: Hardware, prog: QueueProgram) -> float:
+def run_queues(hw: Hardware, prog: QueueProgram, starts: list[float] | None = None) -> float:
     """Cycles from the first instruction's start to the last one's completion, as
-    hwsim/simulator.py `_segment` schedules them."""
-    lists: list[list[int]] = [[], [], []]
+    hwsim/simulator.py `_segment` schedules them (`starts`, if given, receives each
+    instruction's start)."""
+    lists: list[list[int]] = [[], [], [], []]
     for i, q in enumerate(prog.queue):
         lists[q].append(i)
-    heads = [0, 0, 0]
-    free = [0.0, 0.0, 0.0]
+    heads = [0, 0, 0, 0]
+    free = [0.0, 0.0, 0.0, 0.0]
     done: list[float | None] = [None] * len(prog.queue)
     channel, inflight, end = 0.0, [], 0.0
     lat, issue, engines = hw.dram_latency_cycles, hw.issue_cycles, hw.dma_engines
-    deps, cycles = prog.deps, prog.cycles
+    deps, cycles, on_vector = prog.deps, prog.cycles, prog.vector_unit
+    vector_free = 0.0  # the vector unit: one instruction at a time, from either queue
     while True:
         best, best_t = -1, math.inf
-        for q in (LOAD, COMPUTE, STORE):
+        for q in (LOAD, COMPUTE, STORE, VECTOR):
             if heads[q] >= len(lists[q]):
                 continue
             i = lists[q][heads[q]]
@@ -232,7 +250,9 @@ def run_queues(hw: Hardware, prog: QueueProgram) -> float:
                     break
                 t = max(t, at)
             else:
-                if q != COMPUTE:
+                if on_vector[i]:
+                    t = max(t, vector_free)
+                if q in (LOAD, STORE):
                     t = max(t, channel - issue)
                     busy = sorted(x for x in inflight if x > t)
                     if len(busy) >= engines:
@@ -243,9 +263,13 @@ def run_queues(hw: Hardware, prog: QueueProgram) -> float:
             break
         i = lists[best][heads[best]]
         heads[best] += 1
+        if starts is not None:
+            starts[i] = best_t
         finish = best_t + cycles[i]
         free[best] = finish
-        if best != COMPUTE:
+        if on_vector[i]:
+            vector_free = finish
+        if best in (LOAD, STORE):
             channel = finish
             finish += lat
             inflight = [x for x in inflight if x > best_t] + [finish]

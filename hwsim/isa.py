@@ -8,7 +8,10 @@ byte address (aligned to its item size), rows `stride` elements apart (dense whe
 The accumulator holds 4-byte entries (i32 for int8 products, f32 otherwise).
 
 Queues. Load and Store run on their own queues (DMA); everything else on the compute
-queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
+queue, except a Binary or Move marked `vector_queue`, which runs on the vector queue:
+beside the compute queue's matmuls (an NPU's cube and vector pipelines), ordered with
+them only by tokens, and never on the vector unit at the same time as a vector-unit
+instruction of the compute queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
 must have been signalled before the instruction starts and consumes one count of each;
 `signal` adds one count to each named token when the instruction completes. That is
 how a double-buffered loop overlaps transfer with compute (VTA's dependence queues).
@@ -73,7 +76,8 @@ ACTS = ("none", "relu")
 MODES = ("overwrite", "accumulate")
 BCASTS = ("none", "row", "col")
 ROUNDINGS = ("even", "away")
-QUEUES = ("load", "compute", "store")
+QUEUES = ("load", "compute", "store", "vector")
+VECTOR_QUEUE_INSTRS = ("binary", "move")  # what the vector queue runs (gemv steps)
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,11 @@ class Move(Instr):
     dst: Tile
     src: Tile
     act: str = "none"
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,6 +253,11 @@ class Binary(Instr):
     b: Tile | None = None
     imm: float | None = None
     bcast: str = "none"
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,7 +34,7 @@ from .isa import (
 )
 from .memory import DramBuffer, Fault, OnChip
 
-Clock = tuple[int, int, int]
+Clock = tuple[int, ...]  # one entry per queue (isa.QUEUES)
 
 
 class Machine:

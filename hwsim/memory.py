@@ -1,7 +1,7 @@
 """Memories of the simulator, with the bookkeeping that catches bad programs.
 
 Each memory (SRAM, accumulator, each writable DRAM buffer) keeps, per byte (per
-element in DRAM): whether it was ever written, and for each of the three queues the
+element in DRAM): whether it was ever written, and for each queue (isa.QUEUES) the
 sequence number of the last instruction of that queue that wrote / read it. An access
 by an instruction whose vector clock (per queue: the last sequence number that
 happens-before it through queue order and tokens) is older than one of those numbers
@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .dtypes import STORAGE, from_storage, to_storage
-from .isa import DramRef, Tile
+from .isa import QUEUES, DramRef, Tile
 
 
 class Fault(Exception):
@@ -32,7 +32,7 @@ class _Tracked:
     def __init__(self, cells: int, races: bool) -> None:
         self.written = np.zeros(cells, dtype=bool)
         self.races = races
-        shape = (3, cells) if races else (3, 0)
+        shape = (len(QUEUES), cells) if races else (len(QUEUES), 0)
         self.wseq = np.zeros(shape, dtype=np.int32)
         self.rseq = np.zeros(shape, dtype=np.int32)
 
@@ -42,15 +42,16 @@ class _Tracked:
         if not self.races:
             return w, None, None
         s0, s1 = self.wseq.strides
-        ws = as_strided(self.wseq[:, start:], (3, rows, cols), (s0, row_step * s1, s1))
-        rs = as_strided(self.rseq[:, start:], (3, rows, cols), (s0, row_step * s1, s1))
+        nq = len(QUEUES)
+        ws = as_strided(self.wseq[:, start:], (nq, rows, cols), (s0, row_step * s1, s1))
+        rs = as_strided(self.rseq[:, start:], (nq, rows, cols), (s0, row_step * s1, s1))
         return w, ws, rs
 
     @staticmethod
     def check(seqs: np.ndarray, clock: tuple, what: str, name: object) -> None:
         last = seqs.max(axis=(1, 2))
-        if last[0] > clock[0] or last[1] > clock[1] or last[2] > clock[2]:
-            q = next(q for q in range(3) if last[q] > clock[q])
+        if last[0] > clock[0] or last[1] > clock[1] or last[2] > clock[2] or last[3] > clock[3]:
+            q = next(q for q in range(len(QUEUES)) if last[q] > clock[q])
             raise Fault(f"race: {what.format(name)}", (q, int(last[q])))
 
     def on_read(self, v: tuple, q: int, seq: int, clock: tuple, name: object) -> None:

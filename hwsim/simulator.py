@@ -1,10 +1,12 @@
-"""Run a program: functional execution plus the timing of three in-order queues.
+"""Run a program: functional execution plus the timing of four in-order queues.
 
 Timing model (cycles; per-instruction formulas in timing.py):
-- The load, compute and store queues each run their instructions in program order.
-  An instruction starts when its queue is free and every token it waits on has a
-  signal that completed; it consumes those signals (counting semaphores).
-- Compute instructions occupy the compute queue for their cycles and complete then.
+- The load, compute, store and vector queues each run their instructions in program
+  order. An instruction starts when its queue is free and every token it waits on has
+  a signal that completed; it consumes those signals (counting semaphores).
+- Compute instructions occupy their queue for their cycles and complete then; each
+  also holds its unit (matrix or vector), so a vector-queue instruction and a vector
+  instruction of the compute queue never overlap (a matmul and the vector queue do).
 - A load/store occupies its queue for issue + transfer cycles, needs the single DRAM
   channel for the transfer (shared by loads and stores) and one of `dma_engines`
   transfer slots until it completes, `dram_latency_cycles` after the transfer.
@@ -55,8 +57,17 @@ _Q = {name: i for i, name in enumerate(QUEUES)}
 _INF = float("inf")
 
 
-def _max3(a: tuple, b: tuple) -> tuple:
-    return (max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]))
+_NQ = len(QUEUES)
+_ZERO_CLOCK = (0,) * _NQ
+
+
+def _maxq(a: tuple, b: tuple) -> tuple:
+    """Element-wise maximum of two vector clocks (one entry per queue; unrolled: it
+    runs for every token consumed)."""
+    return (max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
+assert _NQ == 4, "_maxq is unrolled for isa.QUEUES"
 
 
 class _Run:
@@ -72,7 +83,7 @@ class _Run:
         self._static_checks()
         self.queue = [_Q[ins.queue] for ins in self.instrs]
         self.seq: list[int] = []
-        self.by_queue: list[list[int]] = [[], [], []]
+        self.by_queue: list[list[int]] = [[] for _ in range(_NQ)]
         for i, q in enumerate(self.queue):
             self.by_queue[q].append(i)
             self.seq.append(len(self.by_queue[q]))
@@ -84,7 +95,8 @@ class _Run:
         )
         self.tokens: dict[str, list] = {}
         self.tick = itertools.count()
-        self.clock: list[tuple] = [(0, 0, 0)] * 3
+        self.clock: list[tuple] = [_ZERO_CLOCK] * _NQ
+        self.unit_free = {"matrix": 0.0, "vector": 0.0}
         self.busy = dict.fromkeys(("load", "store", "matrix", "vector", "launch"), 0)
 
     # ------------------------------------------------------------ errors and checks
@@ -169,7 +181,12 @@ class _Run:
     def _candidate(self, q: int, lists: list[list[int]], heads: list[int]) -> float | None:
         i = lists[q][heads[q]]
         t = self._ready(i, self.qfree[q])
-        if t is None or self.cost[i][0] not in ("load", "store"):
+        if t is None:
+            return t
+        unit = self.cost[i][0]
+        if unit in ("matrix", "vector"):
+            return max(t, self.unit_free[unit])
+        if unit not in ("load", "store"):
             return t
         return self._dma_start(t)
 
@@ -178,7 +195,7 @@ class _Run:
         for tok, n in self.need[i]:
             for _ in range(n):
                 _, _, signalled, source = heapq.heappop(self.tokens[tok])
-                clock = _max3(clock, signalled)
+                clock = _maxq(clock, signalled)
                 if self.flows is not None:
                     self.flows.append((source, i))
         clock = (*clock[:q], self.seq[i], *clock[q + 1 :])
@@ -205,15 +222,16 @@ class _Run:
 
     def _segment(self, indices: list[int], start: float) -> float:
         """Schedule instructions between two kernel barriers; returns the end time."""
-        lists: list[list[int]] = [[], [], []]
+        lists: list[list[int]] = [[] for _ in range(_NQ)]
         for i in indices:
             lists[self.queue[i]].append(i)
-        heads = [0, 0, 0]
-        self.qfree = [start] * 3
+        heads = [0] * _NQ
+        self.qfree = [start] * _NQ
+        self.unit_free = {"matrix": start, "vector": start}
         self.channel, self.inflight, end = start, [], start
         while True:
             best, best_t = -1, _INF
-            for q in range(3):
+            for q in range(_NQ):
                 if heads[q] < len(lists[q]):
                     t = self._candidate(q, lists, heads)
                     if t is not None and t < best_t:
@@ -227,6 +245,8 @@ class _Run:
             self._execute(i, best, clock)
             done = best_t + cycles
             self.qfree[best] = done
+            if unit in self.unit_free:
+                self.unit_free[unit] = done
             self.busy[unit] += cycles
             if self.events is not None:
                 self.events.append(Event(i, unit, best_t, done))
@@ -236,7 +256,7 @@ class _Run:
                 self.inflight = [d for d in self.inflight if d > best_t] + [done]
             self._signal(i, done, clock)
             end = max(end, done)
-        for q in range(3):
+        for q in range(_NQ):
             if heads[q] < len(lists[q]):
                 i = lists[q][heads[q]]
                 missing = [t for t, n in self.need[i] if len(self.tokens.get(t, ())) < n]
@@ -249,10 +269,12 @@ class _Run:
         """A kernel marker: all queues meet, pay the launch, continue in order."""
         if self._ready(i, t) is None:
             raise self.error(i, "deadlock: a kernel barrier waits on a token never signalled")
-        merged = _max3(_max3(self.clock[0], self.clock[1]), self.clock[2])
-        self.clock = [merged] * 3
+        merged = _ZERO_CLOCK
+        for c in self.clock:
+            merged = _maxq(merged, c)
+        self.clock = [merged] * _NQ
         clock = self._consume(i, _Q["compute"])
-        self.clock = [clock] * 3
+        self.clock = [clock] * _NQ
         done = t + self.hw.launch_cycles
         self.busy["launch"] += self.hw.launch_cycles
         if self.events is not None:

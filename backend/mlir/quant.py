@@ -56,6 +56,42 @@ def emit_requantize_pc(em: Emitter, ap: Apply, args: list[Val]) -> Val:
     )
 
 
+def emit_requantize_ch(em: Emitter, ap: Apply, args: list[Val]) -> Val:
+    """Per-channel requantization with scales s broadcast against x: (multiplier,
+    shift) tables shaped like s, known at compile time, read through s's broadcast
+    map; the clamp [min, max] as integer bounds (eqsat.ops.quant_conv)."""
+    from eqsat.ops.quant_conv import clamp_bounds, requantize_ch_tables
+
+    x, s = args
+    scales = em.known_value(s)
+    if scales is None:
+        raise MlirEmitError(
+            "requantize_ch needs its channel scales at compile time (a literal, or params "
+            "whose values are given); they are a runtime input here"
+        )
+    scale = float(ap.attrs["scale"])
+    mult, shift = requantize_ch_tables(np.asarray(scales).reshape(s.shape), scale)
+    m_val = em.func.constant(mult.astype(np.int64), "i64", f"{ap.hint}_mult")
+    s_val = em.func.constant(shift.astype(np.int64), "i64", f"{ap.hint}_shift")
+    zp = int(ap.attrs["zero_point"])
+    lo, hi = clamp_bounds(scale, zp, ap.attrs["min"], ap.attrs["max"])
+    table = broadcast_map(s.shape, ap.shape)
+
+    def body(b: Body) -> str:
+        (v, m, sh) = b.args[:3]
+        return requantize_scalar(b, v, m[0], sh[0], zp, str(ap.attrs["rounding"]), lo, hi, "i8")[0]
+
+    return em.func.generic(
+        [x, m_val, s_val],
+        [broadcast_map(x.shape, ap.shape), table, table],
+        ap.shape,
+        "i8",
+        ["parallel"] * x.rank,
+        body,
+        ap.hint,
+    )
+
+
 def emit_qmatmul(em: Emitter, ap: Apply, args: list[Val]) -> Val:
     a, b = args
     zeros = (int(ap.attrs["a_zero"]), int(ap.attrs["b_zero"]))

@@ -22,7 +22,7 @@ from .layout import (
     emit_slice,
     emit_transpose,
 )
-from .quant import emit_qconv2d, emit_qmatmul, emit_requantize_pc
+from .quant import emit_qconv2d, emit_qmatmul, emit_requantize_ch, emit_requantize_pc
 from .reduce import (
     emit_avg_pool,
     emit_cumsum,
@@ -32,6 +32,7 @@ from .reduce import (
     emit_rmsnorm,
     emit_softmax,
 )
+from .rotation import emit_hadamard
 from .scalar import SCALAR
 from .weight_only import emit_folded_weights, emit_matmul_wq, emit_wobserve
 
@@ -57,6 +58,7 @@ EMITTERS: dict[str, EmitFn] = {
     "max_pool2d": emit_max_pool,
     "avg_pool2d": emit_avg_pool,
     "cumsum": emit_cumsum,
+    "hadamard": emit_hadamard,  # rotation.py
     "reshape": emit_reshape,
     "transpose": emit_transpose,
     "broadcast": emit_broadcast,
@@ -67,6 +69,7 @@ EMITTERS: dict[str, EmitFn] = {
     "qmatmul": emit_qmatmul,
     "qconv2d": emit_qconv2d,
     "requantize_pc": emit_requantize_pc,
+    "requantize_ch": emit_requantize_ch,
     "matmul_wq": emit_matmul_wq,
     "wq_pack": emit_folded_weights,
     "wq_scales": emit_folded_weights,

@@ -128,7 +128,8 @@ irdl.dialect @accel {
     irdl.attributes {"acc" = %tile1, "a" = %tile2, "b" = %tile3, "mode" = %mode6, "wait" = %tokens7, "signal" = %tokens8}
   }
 
-  // move: copy between accumulator and scratchpad with an activation, casting to dst.
+  // move: copy between accumulator and scratchpad with an activation, casting to dst;
+  // queue "vector": issued to the vector queue, beside the compute queue (hwsim/isa.py).
   irdl.operation @move {
     %tile1 = irdl.base @accel::@tile
     %tile2 = irdl.base @accel::@tile
@@ -137,7 +138,10 @@ irdl.dialect @accel {
     %act5 = irdl.any_of(%act_3, %act_4)
     %tokens6 = irdl.base "#builtin.array"
     %tokens7 = irdl.base "#builtin.array"
-    irdl.attributes {"dst" = %tile1, "src" = %tile2, "act" = %act5, "wait" = %tokens6, "signal" = %tokens7}
+    %queue_8 = irdl.is "compute"
+    %queue_9 = irdl.is "vector"
+    %queue10 = irdl.any_of(%queue_8, %queue_9)
+    irdl.attributes {"dst" = %tile1, "src" = %tile2, "act" = %act5, "queue" = %queue10, "wait" = %tokens6, "signal" = %tokens7}
   }
 
   // unary.OP: dst = OP(src) elementwise on the vector unit.
@@ -205,7 +209,8 @@ irdl.dialect @accel {
     irdl.attributes {"op" = %op23, "dst" = %tile24, "src" = %tile25, "imm" = %imm26, "wait" = %tokens27, "signal" = %tokens28}
   }
 
-  // binary.OP: dst = OP(a, b); b is a tile or an immediate; bcast broadcasts a row or column of a.
+  // binary.OP: dst = OP(a, b); b is a tile or an immediate; bcast broadcasts a row or column of a;
+  // queue "vector": issued to the vector queue, beside the compute queue (hwsim/isa.py).
   irdl.operation @binary {
     %op_1 = irdl.is "add"
     %op_2 = irdl.is "sub"
@@ -234,7 +239,10 @@ irdl.dialect @accel {
     %bcast25 = irdl.any_of(%bcast_22, %bcast_23, %bcast_24)
     %tokens26 = irdl.base "#builtin.array"
     %tokens27 = irdl.base "#builtin.array"
-    irdl.attributes {"op" = %op16, "dst" = %tile17, "a" = %tile18, "b" = %tile_or_imm21, "bcast" = %bcast25, "wait" = %tokens26, "signal" = %tokens27}
+    %queue_28 = irdl.is "compute"
+    %queue_29 = irdl.is "vector"
+    %queue30 = irdl.any_of(%queue_28, %queue_29)
+    irdl.attributes {"op" = %op16, "dst" = %tile17, "a" = %tile18, "b" = %tile_or_imm21, "bcast" = %bcast25, "queue" = %queue30, "wait" = %tokens26, "signal" = %tokens27}
   }
 
   // select: dst = a where cond != 0 else b; a and b are tiles or immediates.

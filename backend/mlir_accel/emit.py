@@ -150,7 +150,7 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
             return "matmul", None, [*tiles, ("mode", mlir_string(ins.mode))]
         case Move():
             tiles = [("dst", tile_attr(ins.dst)), ("src", tile_attr(ins.src))]
-            return "move", None, [*tiles, ("act", mlir_string(ins.act))]
+            return "move", None, [*tiles, ("act", mlir_string(ins.act)), _queue(ins)]
         case Unary():
             attrs = [
                 ("op", mlir_string(ins.op)),
@@ -167,7 +167,7 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
                 ("a", tile_attr(ins.a)),
             ]
             b = ("b", _tile_or_imm(ins.b, ins.imm))
-            return "binary", None, [*attrs, b, ("bcast", mlir_string(ins.bcast))]
+            return "binary", None, [*attrs, b, ("bcast", mlir_string(ins.bcast)), _queue(ins)]
         case Select():
             attrs = [("dst", tile_attr(ins.dst)), ("cond", tile_attr(ins.cond))]
             a, b = _tile_or_imm(ins.a, ins.imm_a), _tile_or_imm(ins.b, ins.imm_b)
@@ -189,6 +189,10 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
                 [("name", mlir_string(ins.name)), ("dst", tile_attr(ins.dst)), ("srcs", srcs)],
             )
     raise TypeError(f"no accel op for {type(ins).__name__}")
+
+
+def _queue(ins: Binary | Move) -> tuple[str, str]:
+    return "queue", mlir_string(ins.queue)
 
 
 def _value_names(buffers: tuple[Buffer, ...]) -> dict[str, str]:

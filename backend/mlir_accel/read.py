@@ -106,7 +106,14 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             tiles = {k: _tile(a[k]) for k in ("acc", "a", "b")}
             return Matmul(**tiles, mode=_str(a["mode"]), **deps)
         case "move":
-            return Move(dst=_tile(a["dst"]), src=_tile(a["src"]), act=_str(a["act"]), **deps)
+            vq = _str(a["queue"]) == "vector"
+            return Move(
+                dst=_tile(a["dst"]),
+                src=_tile(a["src"]),
+                act=_str(a["act"]),
+                vector_queue=vq,
+                **deps,
+            )
         case "unary" | "unary_imm":
             imm = float(a["imm"].value.data) if kind == "unary_imm" else None  # type: ignore[attr-defined]
             return Unary(
@@ -115,7 +122,8 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
         case "binary":
             b, imm = _tile_or_imm(a["b"])
             ops = {"op": _str(a["op"]), "dst": _tile(a["dst"]), "a": _tile(a["a"])}
-            return Binary(**ops, b=b, imm=imm, bcast=_str(a["bcast"]), **deps)
+            vq = _str(a["queue"]) == "vector"
+            return Binary(**ops, b=b, imm=imm, bcast=_str(a["bcast"]), vector_queue=vq, **deps)
         case "select":
             (ta, ia), (tb, ib) = _tile_or_imm(a["a"]), _tile_or_imm(a["b"])
             dst, cond = _tile(a["dst"]), _tile(a["cond"])

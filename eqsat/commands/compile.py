@@ -53,6 +53,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "schedule), egraph-json (the saturated e-graph priced in cycles)",
     )
     add_dynamic_flag(p)
+    p.add_argument(
+        "--report",
+        metavar="REPORT.json",
+        help="write a JSON report here: kernels, and with --quantize the SQNR per output and "
+        "the quantization (with --quantize auto: each layer's precision, scales, ranges, "
+        "sensitivity and cycles saved)",
+    )
     p.set_defaults(func=run)
 
 
@@ -137,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _report_quant(args: argparse.Namespace, quant, lowered, out, role: str) -> None:
     """With --quantize: the quantization summary, and the quantized params (`role`
-    says what they are to the program) written beside -o."""
+    says what they are to the program) written beside -o. --report: the JSON report."""
+    if getattr(args, "report", None):
+        _write_report(args, quant, lowered)
     if quant is None:
         return
     for line in quant_cli.summary_lines(quant, lowered):
@@ -145,6 +154,21 @@ def _report_quant(args: argparse.Namespace, quant, lowered, out, role: str) -> N
     if args.output:
         path = quant_cli.write_params(quant, lowered, args.output)
         print(f"wrote the quantized params ({role}) to {path}", file=out)
+
+
+def _write_report(args: argparse.Namespace, quant, lowered) -> None:
+    """REPORT.json of compile, written whole (write_atomic) or not at all."""
+    import json
+
+    d = {
+        "model": lowered.name,
+        "hardware": args.hw,
+        "kernels": sum(1 for _, n in lowered if n.op not in ("input", "param", "const", "literal")),
+    }
+    if quant is not None:
+        d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+        d["quantization"] = quant_cli.report(quant, lowered)
+    write_atomic(args.report, json.dumps(d, indent=2, allow_nan=False) + "\n")
 
 
 def _optimize_loaded(loaded):

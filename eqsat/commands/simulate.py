@@ -88,6 +88,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
         quant.sqnr = {k: sqnr_db(reference[k], outputs[k]) for k in reference}
     args.roofline = model_roofline(graph, hw)
     args.prepared = compiled.prepared_weights()
+    args.lowered = lowered  # what the --report's quantization section describes
     return hw, compiled.program, result.report, outputs, errors, quant
 
 
@@ -242,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
         d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+        d["quantization"] = quant_cli.report(quant, args.lowered)  # per layer, as optimize's
     if not is_asm:
         d["prepared_weights"] = [
             {"buffer": name, "bytes": size} for name, size in getattr(args, "prepared", [])
@@ -256,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
         print(args.validation.summary("the simulated program"))
     if quant is not None:
         print(f"{quant.scheme:<13} SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
+        if quant.scheme == "auto":  # each layer group's precision, noise and saving
+            print("\n".join(quant_cli.summary_lines(quant, args.lowered)))
     if args.output:
         print(f"wrote outputs to {args.output}")
     if args.report:

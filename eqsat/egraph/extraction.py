@@ -158,6 +158,12 @@ def extract_program(
     time_limit: float,
     tick: Callable[[], None] | None = None,
 ) -> Extraction:
+    # joint moves: the merged products of TASO's rules pay off only together
     return extract(
-        priced.extraction_graph(roots), extractor, roots, time_limit=time_limit, tick=tick
+        priced.extraction_graph(roots),
+        extractor,
+        roots,
+        time_limit=time_limit,
+        tick=tick,
+        joint=True,
     )

@@ -20,12 +20,15 @@ def extract(
     *,
     time_limit: float | None = 60.0,
     tick: Callable[[], None] | None = None,
+    joint: bool = False,
 ) -> Extraction:
     """Extract with ``extractor`` ("greedy", the default, or "ilp") from ``roots``.
 
-    ``tick``: called as extraction goes (a deadline check that may raise)."""
+    ``tick``: called as extraction goes (a deadline check that may raise). ``joint``:
+    greedy's local search also moves classes together onto a shared child
+    (eqsat.extract.improve)."""
     if extractor == "greedy":
-        return greedy_extract(egraph, roots, tick)
+        return greedy_extract(egraph, roots, tick, joint=joint)
     if extractor == "ilp":
         return ilp_extract(egraph, roots, time_limit=time_limit, tick=tick)
     raise ExtractError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")

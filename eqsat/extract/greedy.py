@@ -38,7 +38,10 @@ _FEW_BITS = 16
 
 
 def greedy_extract(
-    egraph: EGraph, roots: Iterable[str] | None = None, tick: Callable[[], None] | None = None
+    egraph: EGraph,
+    roots: Iterable[str] | None = None,
+    tick: Callable[[], None] | None = None,
+    joint: bool = False,
 ) -> Extraction:
     """Greedy DAG extraction from ``roots`` (class ids; default: the graph's roots).
 
@@ -50,7 +53,7 @@ def greedy_extract(
     missing = [egraph.class_ids[r] for r in root_idx if choice[r] < 0]
     if missing:
         raise NoTermError(f"{egraph.source}: no finite acyclic term for root class(es) {missing}")
-    choice = improve_choice(egraph, choice, root_idx, tick=tick)
+    choice = improve_choice(egraph, choice, root_idx, tick=tick, joint=joint)
     return build_extraction(
         egraph,
         choice,

@@ -17,6 +17,7 @@ about a second of Python) and the pass stops there with what it has.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from eqsat.extract.egraph import EGraph
@@ -69,8 +70,13 @@ def improve_choice(
     max_passes: int = 4,
     max_visits: int = 500_000,
     tick: Callable[[], None] | None = None,
+    joint: bool = False,
 ) -> list[int]:
-    """A choice at most as costly as ``choice`` (valid from ``roots``), by single swaps."""
+    """A choice at most as costly as ``choice`` (valid from ``roots``), by single swaps
+    and, with ``joint``, by the joint swaps of `_partners` (eqsat's pipeline asks for
+    them: its e-graphs hold TASO's merged products). A trial is priced by its change alone
+    (`_Refs.delta`: the classes it makes reachable or unreachable); only one that looks
+    no costlier walks the whole DAG, which checks it (no cycle) and prices it exactly."""
     best = dag_classes(egraph, choice, roots)
     if best is None:
         return choice
@@ -79,9 +85,41 @@ def improve_choice(
     usable = egraph.usable.tolist()
     class_nodes = egraph.class_nodes
     kids = egraph.child_sets
+    costs = egraph.costs.tolist()
     current = list(choice)
+    refs = _Refs(kids, costs, current, roots, reached)
     visits = 0
     moved_sideways: set[int] = set()
+
+    def attempt(swaps: dict[int, int], sideways: int | None) -> bool:
+        """Apply `swaps` (class -> node) if they make the DAG cheaper (or, for the
+        class `sideways`, no costlier, once); else leave `current` as it was."""
+        nonlocal cost, reached, best_cost, best_choice, visits
+        change, walked = refs.delta(swaps)
+        visits += walked
+        margin = _MARGIN * max(1.0, abs(cost))
+        cheaper = change < -margin
+        if not cheaper and not (sideways is not None and change <= margin):
+            return False
+        saved = {d: current[d] for d in swaps}
+        for d, p in swaps.items():
+            current[d] = p
+        visits += len(reached)
+        trial = dag_classes(egraph, current, roots)
+        if trial is not None and trial[0] < cost - margin:
+            cost, reached = trial
+            if cost < best_cost - _MARGIN * max(1.0, abs(best_cost)):
+                best_cost, best_choice = cost, list(current)
+        elif trial is not None and sideways is not None and trial[0] <= cost + margin:
+            moved_sideways.add(sideways)
+            reached = trial[1]
+        else:
+            for d, p in saved.items():
+                current[d] = p
+            return False
+        refs.rebuild(current, roots, reached)
+        return True
+
     for _ in range(max_passes):
         improved = False
         live = set(reached)
@@ -93,29 +131,106 @@ def improve_choice(
                     continue
                 if any(current[d] < 0 for d in kids[n]):
                     continue
+                if costs[n] >= costs[current[c]] and set(kids[n]) >= set(kids[current[c]]):
+                    # frees nothing and costs no less (another tile of the same product):
+                    # alone it cannot gain (a joint move that needs n is tried from the
+                    # partner's side, whose search finds n over the shared child)
+                    continue
                 if visits > max_visits:
                     return best_choice
                 if tick is not None:
                     tick()
-                visits += len(reached)
-                old = current[c]
-                current[c] = n
-                trial = dag_classes(egraph, current, roots)
-                margin = _MARGIN * max(1.0, abs(cost))
-                if trial is not None and trial[0] < cost - margin:
-                    cost, reached = trial
-                    live = set(reached)
+                sideways = c if c not in moved_sideways else None
+                moved = attempt({c: n}, sideways)
+                if not moved and joint:
+                    partners = _partners(egraph, current, live, c, n)
+                    moved = bool(partners) and attempt({c: n, **partners}, None)
+                if moved:
                     improved = True
-                    if cost < best_cost - _MARGIN * max(1.0, abs(best_cost)):
-                        best_cost, best_choice = cost, list(current)
-                    break
-                if trial is not None and trial[0] <= cost + margin and c not in moved_sideways:
-                    moved_sideways.add(c)
-                    reached = trial[1]
                     live = set(reached)
-                    improved = True
                     break
-                current[c] = old
         if not improved:
             break
     return best_choice
+
+
+class _Refs:
+    """How many chosen nodes (and roots) use each class of the current DAG, so that a
+    swap's change in DAG cost is found by walking only what it adds or frees."""
+
+    def __init__(self, kids, costs, current: list[int], roots, reached) -> None:
+        self.kids, self.costs, self.current = kids, costs, current
+        self.rebuild(current, roots, reached)
+
+    def rebuild(self, current: list[int], roots, reached) -> None:
+        count = [0] * len(current)
+        for r in roots:
+            count[r] += 1
+        for c in reached:
+            for d in self.kids[current[c]]:
+                count[d] += 1
+        self.count = count
+
+    def delta(self, swaps: dict[int, int]) -> tuple[float, int]:
+        """(change of the DAG cost, classes walked) if `swaps` were made; inf when a
+        class it would reach has no choice. The counts are restored before returning;
+        a swap that closes a cycle is priced as if it did not (the caller's full walk
+        rejects it)."""
+        count, kids, costs, current = self.count, self.kids, self.costs, self.current
+        old = {c: current[c] for c in swaps}
+        touched: list[tuple[int, int]] = []
+        change = 0.0
+        walked = 0
+        for c, n in swaps.items():
+            change += costs[n] - costs[current[c]]
+            current[c] = n
+        stack = [d for n in swaps.values() for d in kids[n]]
+        while stack:
+            d = stack.pop()
+            walked += 1
+            touched.append((d, 1))
+            count[d] += 1
+            if count[d] == 1:
+                if current[d] < 0:
+                    change = math.inf
+                    break
+                change += costs[current[d]]
+                stack.extend(kids[current[d]])
+        if change != math.inf:
+            stack = [d for c in swaps for d in kids[old[c]]]
+            while stack:
+                d = stack.pop()
+                walked += 1
+                touched.append((d, -1))
+                count[d] -= 1
+                if count[d] == 0:
+                    change -= costs[current[d]]
+                    stack.extend(kids[current[d]])
+        for d, step in touched:
+            count[d] -= step
+        for c, n in old.items():
+            current[c] = n
+        return change, walked
+
+
+def _partners(egraph: EGraph, current: list[int], live: set[int], c: int, n: int) -> dict[int, int]:
+    """Swaps that go with putting node ``n`` in class ``c``: for each child class of
+    ``n`` that the DAG does not use yet, every other class of the DAG with a usable node
+    over that child takes that node. One such swap alone pays the new child in full;
+    together they share it: the slices of one merged product (TASO's matmul merge, x@w1
+    and x@w2 as slices of x@[w1 w2]) only pay off when every product moves to it."""
+    usable = egraph.usable
+    kids = egraph.child_sets
+    cls = egraph.node_class
+    swaps: dict[int, int] = {}
+    for d in kids[n]:
+        if d in live:
+            continue
+        for p in egraph.parents[d]:
+            other = int(cls[p])
+            if other == c or other not in live or other in swaps or current[other] == p:
+                continue
+            if not usable[p] or other in kids[p] or any(current[e] < 0 for e in kids[p]):
+                continue
+            swaps[other] = p
+    return swaps

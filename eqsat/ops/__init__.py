@@ -10,8 +10,11 @@ from eqsat.ops import (  # noqa: F401
     masks,
     mathfn,
     nn,
+    norm_matmul,
     quant,
+    quant_ort,  # int8 kernels that requantize in f32 as ONNX Runtime does
     reduce,
+    rotation,
     scan,
     spatial,
 )

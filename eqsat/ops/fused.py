@@ -24,6 +24,7 @@ from eqsat.ops.base import (
     AttrType,
     OpDef,
     OpKind,
+    OpTypeError,
     check_tile,
 )
 from eqsat.ops.elementwise import GELU_APPROXIMATE
@@ -102,9 +103,22 @@ def body_types(body: Call, operands: Sequence[str], ts: Sequence[TensorType], at
     )
 
 
-def _make(name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...]):
+def _make(
+    name: str,
+    operands: tuple[str, ...],
+    body: Call,
+    attrs: tuple[AttrSpec, ...],
+    same_shape: tuple[str, ...] = (),
+):
     def infer(ts: Sequence[TensorType], a: Attrs) -> TensorType:
         check_tile(name, a)
+        shapes = {ts[operands.index(o)].shape for o in same_shape}
+        if len(shapes) > 1:
+            raise OpTypeError(
+                f"'{name}': {' and '.join(same_shape)} must have one shape (one kernel "
+                f"keeps their products side by side), got "
+                + " and ".join(str(list(ts[operands.index(o)].shape)) for o in same_shape)
+            )
         return body_types(body, operands, ts, a)
 
     def ref(xs: Sequence[np.ndarray], a: Attrs) -> np.ndarray:
@@ -178,9 +192,16 @@ def contraction_of(op_name: str) -> str | None:
 
 
 def fused(
-    name: str, operands: tuple[str, ...], body: Call, attrs: tuple[AttrSpec, ...] = ()
+    name: str,
+    operands: tuple[str, ...],
+    body: Call,
+    attrs: tuple[AttrSpec, ...] = (),
+    same_shape: tuple[str, ...] = (),
 ) -> OpDef:
-    return register(_make(name, operands, body, attrs))
+    """Register a fused op declared by its body; `same_shape` names operands that must
+    have equal shapes beyond what the body's broadcasting allows (a gated kernel's two
+    weights)."""
+    return register(_make(name, operands, body, attrs, same_shape))
 
 
 # The kernels the accelerator offers: a matrix product or convolution with an
@@ -266,10 +287,12 @@ fused(
     "matmul_swiglu",
     ("x", "wg", "wu"),
     call("mul", call("mul", _GATE, call("sigmoid", _GATE)), _UP),
+    same_shape=("wg", "wu"),
 )
 fused(
     "matmul_geglu",
     ("x", "wg", "wu"),
     call("mul", call("gelu", _GATE, approximate=AttrRef("approximate")), _UP),
     (GELU_APPROXIMATE,),
+    same_shape=("wg", "wu"),
 )

@@ -248,11 +248,12 @@ def _qconv_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     # accumulation, then wrap to int32 as a 32-bit accumulator would.
     x = xs[0].astype(np.int64) - np.int64(attrs["a_zero"])
     w = xs[1].astype(np.int64)
+    groups = int(attrs.get("groups", 1))
     if exact_in_float64(x, w, int(np.prod(w.shape[1:]))):
         x, w = x.astype(np.float64), w.astype(np.float64)
-        out = conv2d_ref(x, w, attrs["stride"], attrs["padding"])
+        out = conv2d_ref(x, w, attrs["stride"], attrs["padding"], groups)
         return np.rint(out).astype(np.int64).astype(np.int32)
-    return conv2d_ref(x, w, attrs["stride"], attrs["padding"]).astype(np.int32)
+    return conv2d_ref(x, w, attrs["stride"], attrs["padding"], groups).astype(np.int32)
 
 
 register(
@@ -264,13 +265,15 @@ register(
             AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x"),
             AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
             AttrSpec("padding", AttrType.INTS, (0, 0), "padding [PH, PW] of x - a_zero with 0"),
+            GROUPS_ATTR,
             TILE_ATTR,
         ),
         infer=_qconv_infer,
         ref=_qconv_ref,
         flops=_conv_flops,
-        doc="integer convolution of (x - a_zero) and w, i8 x i8 -> i32 (NCHW x OIHW)",
-        egg_shape="(ConvShape {x} {w} {stride} {padding})",
+        doc="integer convolution of (x - a_zero) and w, i8 x i8 -> i32 (NCHW x OIHW); "
+        "groups as conv2d's (groups = C: depthwise)",
+        egg_shape="(ConvShape {x} (GroupedWeight {w} {groups}) {stride} {padding})",
         egg_dtype="i32",
     )
 )

@@ -340,5 +340,6 @@ fused(
     "i8",
 )
 
-# Weight-only quantization (w4a16 / w8a16 / fp8): its own module, registered with these.
-from eqsat.ops import weight_only  # noqa: E402, F401
+# Weight-only quantization (w4a16 / w8a16 / fp8) and the int8 convolution kernels
+# (qconv2d epilogues, requantize_ch): their own modules, registered with these.
+from eqsat.ops import quant_conv, weight_only  # noqa: E402, F401

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,8 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         "w8a16 / w4a16 (weight-only: int8 / int4 weights with group-wise scales, "
         "dequantized on the way into SRAM; 16-bit activations); fp8 (E4M3 weights, group "
         "scales, where the hardware declares fp8); bf16 (bf16 weights and "
-        "activations); enables the approximate rules of rules/quant.rules",
+        "activations); auto (a precision per layer within --sqnr-min); enables the "
+        "approximate rules of rules/quant.rules",
     )
     from eqsat.quant.weight_only_run import add_weight_only_flags
 
@@ -78,6 +80,18 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         "a norm's gamma or a gated product's up projection (default A 0.5; off without "
         "the flag)",
     )
+    from eqsat.quant.rotation import MODES as ROTATE_MODES
+
+    g.add_argument(
+        "--rotate",
+        choices=ROTATE_MODES,
+        default="auto",
+        help="online Hadamard rotation of int8 matmul inputs (x @ w = (x H) @ (H^T w), H^T w "
+        "compiled in, x H a fast Walsh-Hadamard transform at run time): auto (default) "
+        "where calibration shows the activation's int8 SQNR gains >= 1 dB (heavy tails, as "
+        "SwiGLU's gated product), all (every input whose last axis has a power-of-two "
+        "factor >= 16), none",
+    )
     g.add_argument(
         "--activation-scheme",
         choices=ACTIVATION_SCHEMES,
@@ -92,8 +106,10 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         default=35.0,
         metavar="DB",
         help="with --quantize auto: the end-to-end SQNR budget; each layer's sensitivity is "
-        "measured and the layers that save most cycles per unit of noise go int8 while "
-        "the predicted SQNR stays >= DB (default 35)",
+        "measured on calibration data and every layer gets one of the precisions the "
+        "hardware file declares (int8, fp8, w8a16, w4a16, bf16, f32): the fewest estimated "
+        "cycles whose predicted SQNR stays >= DB (an exact knapsack), kept only if faster "
+        "than every uniform precision that meets DB (default 35)",
     )
     add_allow_extra_flag(g)
 
@@ -109,6 +125,7 @@ class QuantRun:
     sqnr: dict[str, float] = field(default_factory=dict)
     scheme: str = "int8"
     layer_choices: list = field(default_factory=list)  # --quantize auto (eqsat/quant/auto.py)
+    auto: Any = None  # eqsat.quant.auto.AutoResult with --quantize auto
 
     @property
     def all_params(self) -> dict[str, np.ndarray]:
@@ -213,26 +230,82 @@ def prepare(
         from hwsim import load_hardware
 
         hw = load_hardware(args.hw)
-        plan, choices = plan_auto(
+        auto = plan_auto(
             graph,
             params,
             samples,
-            eval_inputs[0],
             hw,
             args.sqnr_min,
             method,
             args.percentile,
             getattr(args, "activation_scheme", "asymmetric"),
+            price=candidate_pricer(args, graph, hw, params, eval_inputs),
         )
-        described += f", mixed int8/f32 for >= {args.sqnr_min:g} dB"
-        return QuantRun(plan, params, eval_inputs, described, layer_choices=choices)
+        described += f", mixed precision for >= {args.sqnr_min:g} dB"
+        run = QuantRun(auto.plan, params, eval_inputs, described, scheme="auto")
+        run.layer_choices, run.auto = auto.choices, auto
+        return run
     scheme = getattr(args, "activation_scheme", "asymmetric")
     if scheme != "asymmetric":
         described += f", {scheme} activations"
+    rotate = getattr(args, "rotate", "none")
     plan = plan_quantization(
-        graph, params, samples, rounding, method, args.percentile, alpha, activation_scheme=scheme
+        graph,
+        params,
+        samples,
+        rounding,
+        method,
+        args.percentile,
+        alpha,
+        activation_scheme=scheme,
+        rotate=rotate,
     )
+    if any(r.chosen for r in plan.rotations):
+        described += f", Hadamard rotation ({rotate})"
     return QuantRun(plan, params, eval_inputs, described)
+
+
+def candidate_pricer(args: argparse.Namespace, graph: Graph, hw, params, eval_inputs):
+    """`--quantize auto`'s judge of a whole plan: optimize it as the command will
+    (same rules, limits, extractor) and measure it; (estimated cycles, SQNR per output)."""
+    from eqsat.commands.optimize import limits_from_args
+    from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_LIMITS, ILP_TIME_LIMIT
+    from eqsat.pipeline import optimize
+    from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
+
+    paths = getattr(args, "rules", None) or [DEFAULT_RULES_DIR]
+    rules = compile_rule_paths(paths, include_approx=True)
+    limits = limits_from_args(args) if hasattr(args, "iter_limit") else DEFAULT_LIMITS
+
+    def price(plan: QuantPlan) -> tuple[int, dict[str, float]]:
+        result = optimize(
+            plan.graph,
+            rules,
+            hw,
+            limits,
+            extractor=getattr(args, "extract", DEFAULT_EXTRACTOR),
+            ilp_time_limit=getattr(args, "ilp_time_limit", ILP_TIME_LIMIT),
+            facts=plan.seeds,
+            baseline=graph,
+        )
+        return int(result.after.cycles), measured(result.graph, plan)
+
+    refs: list[dict[str, np.ndarray]] = []
+
+    def measured(optimized: Graph, plan: QuantPlan) -> dict[str, float]:
+        """SQNR per output over the evaluation inputs (the float outputs computed once)."""
+        if not refs:
+            refs.extend(evaluate(graph, {**params, **sample}) for sample in eval_inputs)
+        got = [evaluate(optimized, {**params, **plan.params, **sample}) for sample in eval_inputs]
+        return {
+            k: sqnr_db(
+                np.concatenate([np.ravel(r[k]) for r in refs]).astype(np.float64),
+                np.concatenate([np.ravel(g[k]) for g in got]).astype(np.float64),
+            )
+            for k in refs[0]
+        }
+
+    return price
 
 
 def measure(run: QuantRun, original: Graph, optimized: Graph) -> dict[str, float]:
@@ -276,6 +349,10 @@ def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
 
 
 def report(run: QuantRun, optimized: Graph) -> dict:
+    if run.scheme == "auto":  # --quantize auto: per layer precision, scales, noise, cycles
+        from eqsat.quant.report import auto_report
+
+        return auto_report(run, optimized)
     if run.scheme != "int8":
         from eqsat.quant.weight_only_run import weight_only_report
 
@@ -291,21 +368,24 @@ def report(run: QuantRun, optimized: Graph) -> dict:
             for t in plan.tensors
         },
         "smoothed_activations": plan.smoothed,
-        "layers": [
+        "rotations": [
             {
-                "weight": c.weight,
-                "precision": "int8" if c.int8 else "f32",
-                "sensitivity_db": round(c.sensitivity_db, 3)
-                if math.isfinite(c.sensitivity_db)
-                else None,
-                "saved_cycles": c.saved_cycles if c.int8 else 0,
+                "activation": r.label,
+                "block": r.block,
+                "int8_sqnr_db": round(r.plain_db, 3),
+                "rotated_int8_sqnr_db": round(r.rotated_db, 3),
+                "rotated": r.chosen,
             }
-            for c in run.layer_choices
+            for r in plan.rotations
         ],
     }
 
 
 def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
+    if run.scheme == "auto":
+        from eqsat.quant.report import auto_summary
+
+        return auto_summary(run, optimized)
     if run.scheme != "int8":
         from eqsat.quant.weight_only_run import weight_only_summary
 
@@ -315,20 +395,11 @@ def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
         f"matmuls and convs; calibration: {run.calibration}",
         f"SQNR vs float: {format_sqnr(run.sqnr)}",
     ]
-    if run.layer_choices:  # --quantize auto: each layer's precision and why
-        from eqsat.quant.auto import predicted_sqnr
-
-        chosen = [c for c in run.layer_choices if c.int8]
-        lines.append(
-            f"auto: {len(chosen)} of {len(run.layer_choices)} layer groups int8, predicted "
-            f"{predicted_sqnr([c.sensitivity_db for c in chosen]):.1f} dB, "
-            f"{sum(c.saved_cycles for c in chosen):,} est. cycles saved"
-        )
-        lines += [
-            f"  {c.weight}: {'int8' if c.int8 else 'f32 '}  alone {c.sensitivity_db:.1f} dB, "
-            f"int8 saves {c.saved_cycles:,} est. cycles"
-            for c in run.layer_choices
-        ]
+    lines += [  # --rotate: each candidate activation's int8 SQNR as written and rotated
+        f"  rotate {r.label} (block {r.block}): int8 {r.plain_db:.1f} dB, rotated "
+        f"{r.rotated_db:.1f} dB: {'rotated' if r.chosen else 'as written'}"
+        for r in run.plan.rotations
+    ]
     return lines
 
 

@@ -14,6 +14,7 @@ from eqsat.interpreter import evaluate_nodes
 from eqsat.ir.graph import Graph, GraphBuilder, Node
 from eqsat.ir.types import DType, TensorType
 from eqsat.quant.calibrate import DEFAULT_PERCENTILE, check_method, observed_values, range_of
+from eqsat.quant.rotation import Rotation, plan_rotations
 from eqsat.quant.smooth import SmoothGroup, plan_smoothing
 
 QMIN, QMAX = -128, 127
@@ -41,6 +42,7 @@ class QuantPlan:
     act_qparams: dict[int, tuple[float, int]] = field(default_factory=dict)  # by model node
     layer_nodes: list[int] = field(default_factory=list)  # the quantized matmuls, convs
     conv_nodes: set[int] = field(default_factory=set)
+    rotations: list[Rotation] = field(default_factory=list)  # --rotate candidates, measured
 
 
 def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
@@ -102,22 +104,62 @@ def quantizable_matmuls(graph: Graph, params: Mapping[str, np.ndarray]) -> list[
 
 def quantizable_convs(graph: Graph, params: Mapping[str, np.ndarray]) -> list[int]:
     """f32 conv2d(x, w) with w a param whose value is known and finite, with no all-zero
-    output channel, the default tile and one group."""
+    output channel and the default tile (any groups: depthwise convolutions too)."""
     out = []
     for i, node in graph:
         if node.op != "conv2d" or node.attr_dict.get("tile", ()) not in ((), []):
             continue
-        if node.attr_dict.get("groups", 1) != 1:  # qconv2d has no groups (quant.rules)
-            continue
         x, w = (graph.nodes[j] for j in node.inputs)
         if w.op != "param" or w.type.dtype is not DType.F32 or x.type.dtype is not DType.F32:
             continue
+        groups = int(node.attr_dict.get("groups", 1))
+        if groups > 1 and w.type.shape[1] == 1 and w.type.shape[0] != groups:
+            continue  # a depthwise channel multiplier: its int8 epilogue is not fused
         if str(w.attr("name")) not in params:
             continue
         value = np.asarray(params[str(w.attr("name"))], dtype=np.float32)
         if not np.isfinite(value).all() or not (np.abs(value).max(axis=(1, 2, 3)) > 0).all():
             continue
         out.append(i)
+    return out
+
+
+def _from_conv(graph: Graph, j: int, convs: Collection[int]) -> bool:
+    """Is node j a quantized convolution, or one followed by per-channel multiplies and
+    adds (bias, batch norm: an operand of rank <= 3)?"""
+    node = graph.nodes[j]
+    while j not in convs:
+        if node.op not in ("add", "mul") or node.type.rank != 4:
+            return False
+        a, c = node.inputs
+        if graph.nodes[c].type.rank <= 3:
+            j = a
+        elif graph.nodes[a].type.rank <= 3:
+            j = c
+        else:
+            return False
+        node = graph.nodes[j]
+    return True
+
+
+def residual_operands(graph: Graph, convs: Collection[int]) -> list[tuple[int, int]]:
+    """(add, residual) pairs: each f32 add of two NCHW tensors of one shape where one
+    side comes from a quantized convolution (through its bias and batch norm) and the
+    other, the residual, is to be observed too, so that the sum can run in the
+    convolution's epilogue on the residual's int8 form (rules/quant.rules,
+    qconv2d-bias-add-requant)."""
+    out = []
+    conv_set = set(convs)
+    for i, node in graph:
+        if node.op != "add" or node.type.rank != 4 or node.type.dtype is not DType.F32:
+            continue
+        a, c = node.inputs
+        if graph.nodes[a].type != node.type or graph.nodes[c].type != node.type:
+            continue
+        if _from_conv(graph, a, conv_set):
+            out.append((i, c))
+        elif _from_conv(graph, c, conv_set):
+            out.append((i, a))
     return out
 
 
@@ -131,17 +173,21 @@ def plan_quantization(
     smooth_alpha: float | None = None,
     only: Collection[int] | None = None,
     activation_scheme: str = "asymmetric",
+    rotate: str = "none",
 ) -> QuantPlan:
     """Calibrate, choose scales, annotate the model and compute the int8 params.
     `smooth_alpha`: SmoothQuant's migration strength (eqsat/quant/smooth.py); None:
     no smoothing. `only`: the matmul/conv nodes to quantize (default: every
-    quantizable one). `activation_scheme`: see choose_qparams."""
+    quantizable one). `activation_scheme`: see choose_qparams. `rotate`: auto, none
+    or all, the online Hadamard rotation of matmul inputs (eqsat/quant/rotation.py)."""
     live = graph.live()
     keep = (lambda i: live[i]) if only is None else (lambda i: live[i] and i in only)
     matmuls = [i for i in quantizable_matmuls(graph, params) if keep(i)]
     convs = [i for i in quantizable_convs(graph, params) if keep(i)]
     mms = sorted(matmuls + convs)
-    acts = sorted({graph.nodes[i].inputs[0] for i in mms})
+    mm_inputs = {graph.nodes[i].inputs[0] for i in matmuls}  # may be smoothed: not here
+    residuals = [(i, r) for i, r in residual_operands(graph, convs) if r not in mm_inputs]
+    acts = sorted({graph.nodes[i].inputs[0] for i in mms} | {r for _, r in residuals})
     check_method(method, percentile)
     values = observed_values(graph, acts, samples, params)
     groups: dict[int, SmoothGroup] = {}
@@ -149,8 +195,18 @@ def plan_quantization(
         conv_inputs = {graph.nodes[i].inputs[0] for i in convs}
         found = plan_smoothing(graph, matmuls, values, params, smooth_alpha)
         groups = {g.act: g for g in found if g.act not in conv_inputs}
+    conv_acts = {graph.nodes[i].inputs[0] for i in convs}
+    candidates = [j for j in acts if j not in groups and j not in conv_acts]
+    measured = plan_rotations(
+        graph, candidates, values, rotate, method, percentile, activation_scheme, _label
+    )
+    rotations = {r.act: r for r in measured if r.chosen}
     ranges = {
-        j: range_of(values[j] / groups[j].factor if j in groups else values[j], method, percentile)
+        j: rotations[j].rotated_range
+        if j in rotations
+        else range_of(
+            values[j] / groups[j].factor if j in groups else values[j], method, percentile
+        )
         for j in acts
     }
     del values
@@ -180,8 +236,16 @@ def plan_quantization(
             leaves[name] = b.leaf("param", name, TensorType(DType.F32, v.shape))
         return leaves[name]
 
+    residual_at = dict(residuals)
     for i, node in graph:
         inputs = [new[j] for j in node.inputs]
+        r = residual_at.get(i)
+        if r is not None and r not in observed:  # a quantized convolution's residual
+            scale, zp = qparams[r]
+            attrs = {"scale": scale, "zero_point": zp, "rounding": rounding}
+            observed[r] = b.add("observe", (new[r],), attrs)
+        if r is not None:
+            inputs[node.inputs.index(r)] = observed[r]
         if i in mms:
             x = node.inputs[0]
             if x not in observed:
@@ -190,10 +254,14 @@ def plan_quantization(
                 src = new[x]
                 if x in groups:  # x * (1/s): folds into x's producer (rules/quant.rules)
                     src = b.add("mul", (src, leaf(inv_names[x])))
+                if x in rotations:  # x H, its matmuls read H^T w (rules/rotation.rules)
+                    src = b.add("hadamard", (src,), {"block": rotations[x].block})
                 observed[x] = b.add("observe", (src,), attrs)
             inputs[0] = observed[x]
             if i in col_names:  # s * w: a compile-time product, seeded below
                 inputs[1] = b.add("mul", (leaf(col_names[i]), inputs[1]))
+            if x in rotations:  # H^T w: a compile-time term, seeded below
+                inputs[1] = rotated_rows(b, inputs[1], rotations[x].block)
         new[i] = b.add(node.op, inputs, node.attr_dict, node.name)
     for name, i in graph.outputs:
         b.output(name, new[i])
@@ -212,6 +280,10 @@ def plan_quantization(
         if i in col_names:
             term = seeds.product(seeds.new_param(col_names[i]), term)
             wname = col_names[i]
+        if x in rotations:  # H^T w, f32 (an unquantized layer reads it) and int8
+            term = rotated_rows(seeds.b, term, rotations[x].block)
+            wname = f"{wname}.rot"
+            seeds.pair(term, wname)
         weight_terms[i] = term
         s = seeds.weights(term, wname, scale)
         for u in users[i]:  # a bias add: add(x@w, b) or add(b, x@w), b a rank-1 param
@@ -243,7 +315,15 @@ def plan_quantization(
     plan.act_qparams = qparams
     plan.layer_nodes = mms
     plan.conv_nodes = set(convs)
+    plan.rotations = measured
     return plan
+
+
+def rotated_rows(b: GraphBuilder, w: int, block: int) -> int:
+    """H^T w = transpose(hadamard(transpose(w))): w's rows rotated, as
+    rules/rotation.rules' hadamard-matmul-cancel matches it."""
+    t = b.add("transpose", (w,), {"perm": [1, 0]})
+    return b.add("transpose", (b.add("hadamard", (t,), {"block": block}),), {"perm": [1, 0]})
 
 
 def _fresh(names: set[str], base: str) -> str:

@@ -49,6 +49,8 @@ _PROBE_ATTRS = {
     "ends": (1,),
     "value": 0,
     "name": "x",
+    "block": 2,  # hadamard: a power of two dividing the probe's last axis
+    "kernel": (1, 1),  # pooling windows
 }
 
 

@@ -31,6 +31,7 @@ from eqsat.verify.cases import (
 )
 from eqsat.verify.opcases_attention import ATTENTION_GENERATORS
 from eqsat.verify.opcases_masks import MASK_GENERATORS
+from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
@@ -169,7 +170,7 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
         types[op.operands[0]] = first
     fused_attrs: dict[str, Any] = {}
     seen: dict[int, TensorType] = {}  # a call used twice is one node (fused._walk)
-    weights: dict[str, TensorType] = {}  # products of one input pair their weights
+    weights: dict[str | int, TensorType] = {}  # products of one input pair their weights
 
     def walk(node) -> TensorType:
         if isinstance(node, str):
@@ -183,8 +184,15 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
         fixed = [types.get(a) if isinstance(a, str) else walk(a) for a in node.args]
         sub = REGISTRY[node.op]
         swap = False
-        pair = node.args[0] if OP_GENERATORS[node.op] is MATMUL else None
-        if isinstance(pair, str) and fixed[0] is not None and fixed[1] is None:
+        # products of one input (an operand, or one inner call such as a prologue's
+        # normalization) pair their weights
+        first_arg = node.args[0]
+        pair = (
+            (first_arg if isinstance(first_arg, str) else id(first_arg))
+            if (OP_GENERATORS[node.op] is MATMUL)
+            else None
+        )
+        if pair is not None and fixed[0] is not None and fixed[1] is None:
             # a second product of the same input (a gated product's up projection)
             # takes weights shaped as the first's, so that the halves pair
             fixed[1] = weights.get(pair)
@@ -211,7 +219,7 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
                 raise NoCase("operand type")
             if isinstance(a, str):
                 types[a] = got
-        if isinstance(pair, str):
+        if pair is not None:
             weights.setdefault(pair, in_types[1])
         bound = case.bound_attrs()
         given = {}
@@ -308,6 +316,7 @@ OP_GENERATORS.update(_extra_generators())
 OP_GENERATORS.update(MASK_GENERATORS)  # math and mask ops, gelu (opcases_masks.py)
 OP_GENERATORS.update(SPATIAL_GENERATORS)  # pooling, pad, gather, grouped conv2d
 OP_GENERATORS.update(SCAN_GENERATORS)  # cumsum
+OP_GENERATORS.update(ROTATION_GENERATORS)  # hadamard
 # Fused kernels are generated from their composition: a new one needs no entry.
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}

@@ -53,19 +53,14 @@ def iree_runner(
 ) -> Runner:
     """`graph` emitted as MLIR (backend/mlir) and compiled by IREE for this CPU;
     `consts` are arrays the graph reads that are not in `feeds` (quantized params)."""
-    from backend.mlir import MlirEmitError, emit_mlir
-    from backend.mlir.iree import IreeCompileError, IreeMissing, IreeProgram, iree_available
+    from backend.mlir import emit_mlir
+    from backend.mlir.iree import IreeProgram
+    from eqsat.iree_run import iree_user_errors, require_iree
 
-    if not iree_available():
-        raise UserError(
-            "--backend iree needs IREE: pip install 'eqsat[iree]' (iree-base-compiler, "
-            "iree-base-runtime)"
-        )
-    try:
+    require_iree()
+    with iree_user_errors(where=f"{graph.name}: "):
         module = emit_mlir(graph, consts=consts)
         program = IreeProgram(module)
-    except (MlirEmitError, IreeMissing, IreeCompileError) as err:
-        raise UserError(f"{graph.name}: {err}") from None
     args = program.arguments({**(consts or {}), **feeds})
 
     def call():

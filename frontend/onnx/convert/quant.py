@@ -214,6 +214,8 @@ def dequantize_values(cx: Cx, x: Value, scale: Value, zero: Value | None, axis: 
         )
         if off or x.onnx_type == TensorProto.INT8:
             out.tags[TAG_DQ] = Dequantized(x, int(z) - off, np.float32([s]), axis)
+        elif x.onnx_type == I32 and z == 0:
+            out.tags[TAG_BIAS] = Dequantized(x, 0, np.float32([s]), axis)
         return out
     real = cx.emit("cast", [x], {"dtype": "f32"}, F32)
     if z is None or z != off:  # subtract the zero point of the i8 form
@@ -225,16 +227,19 @@ def dequantize_values(cx: Cx, x: Value, scale: Value, zero: Value | None, axis: 
         real = cx.emit("sub", [real, _along(cx, zf, axis, rank)])
     out = cx.emit("mul", [real, _along(cx, scale, axis, rank)])
     eight_bit = off or x.onnx_type == TensorProto.INT8
-    if eight_bit and z is not None and isinstance(scale, Known) and cx.rank(scale) == 1:
+    if z is not None and isinstance(scale, Known) and cx.rank(scale) == 1:
         scales = np.asarray(scale.value, dtype=np.float32)
-        if np.all(scales > 0):
+        if eight_bit and np.all(scales > 0):
             out.tags[TAG_DQ] = Dequantized(x, int(z) - off, scales, axis)
+        elif x.onnx_type == I32 and z == 0 and np.all(scales > 0):
+            out.tags[TAG_BIAS] = Dequantized(x, 0, scales, axis)
     return out
 
 
 # --------------------------------------------- QDQ products as integer kernels
 
 TAG_DQ = "dequantized"  # the int8 form of a DequantizeLinear's result (Dequantized)
+TAG_BIAS = "dequantized_i32"  # the i32 values of a DequantizeLinear of int32 (a bias)
 
 
 @dataclass(frozen=True)
@@ -252,12 +257,32 @@ def _dequantized(v: Value) -> Dequantized | None:
     return v.tags.get(TAG_DQ) if isinstance(v, Tensor) else None
 
 
+def channel_scales(cx: Cx, scale: Value, axis: int, rank: int) -> Value:
+    """Per-channel scales shaped as the int8 kernels' epilogues take them: [1, N] for
+    the last axis of a product (whatever its batch axes), [C, 1, 1] for the channels
+    of an NCHW convolution; otherwise broadcast along `axis` of a rank-`rank` tensor.
+    Each shape broadcasts to the same values, so this only decides which rules match
+    (`qmatmul-dequant`, `onnx-qconv-bias-dequant`)."""
+    if isinstance(scale, Known) and cx.rank(scale) == 1 and rank >= 2:
+        n = scale.value.shape[0]
+        if axis == rank - 1:
+            return Known(np.asarray(scale.value).reshape(1, n), scale.onnx_type, scale.weight)
+        if axis == 1 and rank == 4:
+            return Known(np.asarray(scale.value).reshape(n, 1, 1), scale.onnx_type, scale.weight)
+    return _along(cx, scale, axis, rank)
+
+
 def _rescaled(cx: Cx, acc: Value, scale: np.ndarray, axis: int) -> Value:
-    """f32(acc) * scale (one value, or one per index of `axis` of acc)."""
+    """f32(acc) * scale (one value, or one per index of `axis` of acc). One value is
+    repeated per channel when the channel count is known, so that per-tensor and
+    per-channel weights fuse alike (the rules take [1, N] and [C, 1, 1] scales)."""
     real = cx.emit("cast", [acc], {"dtype": "f32"}, F32)
+    channels = cx.shape(acc)[axis]
+    if scale.size == 1 and channels.is_int and cx.rank(acc) >= 2:
+        scale = np.full(channels.coef, scale.reshape(-1)[0], dtype=np.float32)
     if scale.size == 1:
         return cx.emit("mul", [real, _f32(scale.reshape(()))])
-    return cx.emit("mul", [real, _along(cx, _f32(scale), axis, cx.rank(acc))])
+    return cx.emit("mul", [real, channel_scales(cx, _f32(scale), axis, cx.rank(acc))])
 
 
 def qdq_matmul(cx: Cx, a: Value, b: Value, transpose_b: bool = False) -> Value | None:
@@ -279,17 +304,45 @@ def qdq_matmul(cx: Cx, a: Value, b: Value, transpose_b: bool = False) -> Value |
     return _rescaled(cx, acc, np.float32(da.scale[0]) * db.scale, cx.rank(acc) - 1)
 
 
-def qdq_conv(cx: Cx, x: Value, w: Value, attrs: dict) -> Value | None:
-    """Conv (ungrouped, symmetric padding) of two DequantizeLinear results, as
-    qdq_matmul: qconv2d of the int8 values, then f32(acc) * (x_scale * w_scale[o])."""
+def _integer_bias(bias: Value | None, scale: np.ndarray, channels: int) -> Value | None:
+    """The i32 values of a DequantizeLinear'd int32 bias whose scale is exactly the
+    product's (x_scale * w_scale[o] in f32, as ONNX Runtime's quantizer writes it), else
+    None. Such a bias joins the i32 accumulator before the one f32 rescale, as ORT's
+    QLinearConv (the kernel its QDQ fusion runs) adds it."""
+    db = bias.tags.get(TAG_BIAS) if isinstance(bias, Tensor) else None
+    if db is None or db.zero != 0 or db.scale.size not in (1, channels):
+        return None
+    if not np.array_equal(
+        np.broadcast_to(db.scale, (channels,)), np.broadcast_to(scale, (channels,))
+    ):
+        return None
+    return db.q8
+
+
+def qdq_conv(
+    cx: Cx, x: Value, w: Value, attrs: dict, bias: Value | None = None
+) -> tuple[Value, bool] | None:
+    """Conv (symmetric padding; grouped or depthwise too) of two DequantizeLinear results, as
+    qdq_matmul: qconv2d of the int8 values, then f32(acc) * (x_scale * w_scale[o]).
+    With a DequantizeLinear'd int32 `bias` at exactly that scale, the bias is added to
+    the i32 accumulator first (ORT's QLinearConv arithmetic): f32(acc + b) * scale.
+    Returns (result, whether the bias is in it), or None."""
     dx, dw = _dequantized(x), _dequantized(w)
-    if dx is None or dw is None or dx.scale.size != 1 or dw.zero != 0 or "groups" in attrs:
+    if dx is None or dw is None or dx.scale.size != 1 or dw.zero != 0:
         return None
     if dw.scale.size > 1 and dw.axis % 4 != 0:
         return None
     conv_attrs = {"a_zero": dx.zero, "stride": attrs["stride"], "padding": attrs["padding"]}
+    if attrs.get("groups", 1) != 1:
+        conv_attrs["groups"] = attrs["groups"]
     acc = cx.emit("qconv2d", [dx.q8, dw.q8], conv_attrs, onnx_type=I32)
-    return _rescaled(cx, acc, np.float32(dx.scale[0]) * dw.scale, 1)
+    scale = np.float32(dx.scale[0]) * dw.scale
+    channels = cx.shape(w)[0]
+    b32 = _integer_bias(bias, scale, channels.coef) if channels.is_int else None
+    if b32 is not None:
+        b = reshape(cx, b32, [channels, SymDim(1), SymDim(1)])
+        acc = cx.emit("add", [acc, b], onnx_type=I32)
+    return _rescaled(cx, acc, scale, 1), b32 is not None
 
 
 @op("QuantizeLinear", since=10)
@@ -316,15 +369,24 @@ def dynamic_quantize_linear(cx: Cx) -> list[Value]:
     x = cx.input(0)
     all_axes = list(range(cx.rank(x)))
     hi = cx.emit("reduce_max", [x], {"axes": all_axes})
-    lo = cx.emit("neg", [cx.emit("reduce_max", [cx.emit("neg", [x])], {"axes": all_axes})])
     hi = cx.emit("maximum", [hi, _f32(0.0)])
-    lo = cx.emit("minimum", [lo, _f32(0.0)])
-    scale = cx.emit("div", [cx.emit("sub", [hi, lo]), _f32(255.0)])
-    zero_f = cx.emit("neg", [cx.emit("div", [lo, scale])])
+    # -min(min(x), 0) = max(max(-x), 0): with it, (hi - lo) is (hi + a) and -lo / scale
+    # is a / scale, the same f32 values (negation is exact) in two scalar kernels fewer
+    a = cx.emit("reduce_max", [cx.emit("neg", [x])], {"axes": all_axes})
+    a = cx.emit("maximum", [a, _f32(0.0)])
+    scale = cx.emit("div", [cx.emit("add", [hi, a]), _f32(255.0)])
+    zero_f = cx.emit("div", [a, scale])
     zero_f = cx.emit("clip", [zero_f], {"min": 0.0, "max": 255.0})
     zero = cx.emit("cast", [zero_f], {"dtype": "i32"}, TensorProto.UINT8)
-    y = quantize_values(cx, x, scale, zero, TensorProto.UINT8)
-    return [y, scale, zero]
+    # The i8 form (y - 128) directly: saturate(round(x / scale) + zero) - 128 ==
+    # saturate_i8(round(x / scale) + (zero - 128)), cast rounding half to even and
+    # saturating (i32, then i8), so the integer kernels read it without a conversion.
+    rounded = cx.emit("cast", [cx.emit("div", [x, scale])], {"dtype": "i32"}, I32)
+    zero8 = cx.emit("sub", [zero, _i32(OFFSET[TensorProto.UINT8])], onnx_type=I32)
+    q8 = cx.emit(
+        "cast", [cx.emit("add", [rounded, zero8], onnx_type=I32)], {"dtype": "i8"}, TensorProto.INT8
+    )
+    return [_from_i8(cx, q8, TensorProto.UINT8), scale, zero]
 
 
 # ------------------------------------------------------------ integer products
@@ -378,6 +440,14 @@ def integer_matmul(cx: Cx, a: Value, b: Value, a_zero: Value | None, b_zero: Val
         return acc
     a_real = cx.emit("sub", [cx.emit("cast", [a8], {"dtype": "i32"}, I32), _i32(a_static)])
     b_real = cx.emit("sub", [cx.emit("cast", [b8], {"dtype": "i32"}, I32), _i32(b_static)])
+    if a_dyn is not None and b_dyn is None and cx.rank(b) == 2:
+        # acc + (-colsum(B)) * za: an i32 bias of the product ([N], the negated column
+        # sums of a constant B prepared at load time), which rules/quant.rules
+        # (qmatmul-bias-dequant) puts in the int8 kernel's epilogue
+        za = _scalar_i32(cx, a_dyn)
+        colsum = cx.emit("reduce_sum", [b_real], {"axes": [0], "keepdims": False})
+        correction = cx.emit("mul", [cx.emit("neg", [colsum]), za])
+        return cx.emit("add", [acc, correction], onnx_type=I32)
     if a_dyn is not None:
         za = _scalar_i32(cx, a_dyn)
         colsum = cx.emit("reduce_sum", [b_real], {"axes": [-2], "keepdims": True})
@@ -399,10 +469,11 @@ def _scalar_i32(cx: Cx, v: Value) -> Value:
 
 
 def integer_conv(cx: Cx, x: Value, w: Value, x_zero: Value | None, w_zero: Value | None) -> Value:
-    """conv(x - x_zero, w - w_zero) in i32 (ConvInteger): NCHW, group 1, dilation 1,
-    padding of x with its zero point (padded taps add 0). The weight is a constant."""
+    """conv(x - x_zero, w - w_zero) in i32 (ConvInteger): NCHW, dilation 1, groups as
+    qconv2d's (depthwise: groups = C), padding of x with its zero point (padded taps
+    add 0). The weight is a constant."""
     require(cx.rank(x) == 4, "integer convolutions are 2-D (NCHW) only")
-    require(int(cx.attr("group", 1)) == 1, "grouped integer convolutions are not supported")
+    group = int(cx.attr("group", 1))
     kernel = list(w.value.shape[2:])
     strides = list(cx.attr("strides", [1, 1]))
     dilations = list(cx.attr("dilations", [1, 1]))
@@ -414,7 +485,11 @@ def integer_conv(cx: Cx, x: Value, w: Value, x_zero: Value | None, w_zero: Value
     x8, x_off = as_i8(cx, x)
     x_static, x_dyn = _zero_parts(x_zero, x_off, "ConvInteger")
     attrs = {"a_zero": x_static, "stride": strides, "padding": pads[:2]}
-    if w_real.min() >= -128 and w_real.max() <= 127:
+    if group != 1:
+        attrs["groups"] = group
+    fits = w_real.min() >= -128 and w_real.max() <= 127
+    require(fits or group == 1, "grouped integer convolution whose w - w_zero leaves int8")
+    if fits:
         acc = cx.emit("qconv2d", [x8, _i8_weight(w_real, w)], attrs, onnx_type=I32)
     else:
         # w - w_zero does not fit int8: conv(x', w8) + (offset - w_zero) * conv(x', 1),
@@ -489,14 +564,7 @@ def requantize_values(
 ) -> Value:
     """saturate(round(f32(acc) * multiplier) + zero): ORT's MlasRequantizeOutput.
     `multiplier` is one value or one per channel along `axis`."""
-    real = cx.emit("cast", [acc], {"dtype": "f32"}, F32)
-    m = _uniform(_f32(multiplier), None)
-    if m is not None:
-        scaled = cx.emit("mul", [real, _f32(m)])
-    else:
-        scaled = cx.emit(
-            "mul", [real, _along(cx, _f32(multiplier.reshape(-1)), axis, cx.rank(acc))]
-        )
+    scaled = _rescaled(cx, acc, np.asarray(multiplier, np.float32).reshape(-1), axis)
     return quantize_values(cx, scaled, _f32(1.0), zero, qt)
 
 

@@ -1,0 +1,96 @@
+"""Int8 kernels that requantize in f32, as ONNX Runtime does: the i32 accumulator plus
+its bias, times the f32 scales, rounded half to even into the i8 result
+(`quantize`). ORT's QLinearMatMul/QLinearConv (MlasRequantizeOutput) and the QDQ
+pattern DequantizeLinear -> MatMul/Conv -> QuantizeLinear compute exactly that; eqsat's
+`requantize_pc`/`requantize_ch` use a fixed-point multiplier instead, which rounds
+differently at ties, so an imported model's requantization stays in this form and
+these kernels keep it in the GEMM's epilogue (rules/quant.rules, "imported quantized
+models"): int8 in, int8 out, one kernel. The elementwise ones do the same for the
+dequantize -> Add/Mul -> quantize of QDQ graphs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from eqsat.ops.base import AttrSpec, AttrType
+from eqsat.ops.fused import AttrRef, _make, call
+from eqsat.ops.quant import fused
+from eqsat.ops.registry import register
+
+_A_ZERO = AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x")
+_OUT = (
+    AttrSpec("scale", AttrType.FLOAT, doc="scale of the i8 result"),
+    AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result"),
+)
+_CONV = (
+    _A_ZERO,
+    AttrSpec("stride", AttrType.INTS, (1, 1), "[SH, SW]"),
+    AttrSpec("padding", AttrType.INTS, (0, 0), "padding [PH, PW] of x - a_zero with 0"),
+    AttrSpec("groups", AttrType.INT, 1, "as conv2d's (groups = C: depthwise)"),
+)
+
+
+def _quantized(acc) -> object:
+    """quantize(f32(acc + b) * s) at the result's scale and zero point."""
+    real = call("mul", call("cast", call("add", acc, "b"), dtype="f32"), "s")
+    return call(
+        "quantize", real, scale=AttrRef("scale"), zero_point=AttrRef("zero_point"), dtype="i8"
+    )
+
+
+# quantize(((x - a_zero) @ w + b) * s): a QLinearMatMul / QDQ MatMul in one kernel
+fused(
+    "qmatmul_bias_dequant_quant",
+    ("x", "w", "b", "s"),
+    _quantized(call("qmatmul", "x", "w", a_zero=AttrRef("a_zero"))),
+    (_A_ZERO, *_OUT),
+    "i8",
+)
+# quantize((qconv2d(x, w) + b) * s): a QLinearConv / QDQ Conv in one kernel
+fused(
+    "qconv2d_bias_dequant_quant",
+    ("x", "w", "b", "s"),
+    _quantized(
+        call(
+            "qconv2d",
+            "x",
+            "w",
+            a_zero=AttrRef("a_zero"),
+            stride=AttrRef("stride"),
+            padding=AttrRef("padding"),
+            groups=AttrRef("groups"),
+        )
+    ),
+    (*_CONV, *_OUT),
+    "i8",
+)
+
+
+# ------------------------------------------------------------ elementwise on int8
+
+_IN = (
+    AttrSpec("x_scale", AttrType.FLOAT, doc="scale of the i8 operand x"),
+    AttrSpec("x_zero", AttrType.INT, 0, "zero point of the i8 operand x"),
+)
+
+
+def _requantized(op: str) -> object:
+    """quantize(op(dequantize(x), r)): an ONNX QDQ Add or Mul (ORT's QLinearAdd and
+    QLinearMul as eqsat imports them), one elementwise kernel, int8 in and out."""
+    real = call("dequantize", "x", scale=AttrRef("x_scale"), zero_point=AttrRef("x_zero"))
+    return call(
+        "quantize",
+        call(op, real, "r"),
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+        dtype="i8",
+    )
+
+
+def _elementwise(name: str, body) -> None:
+    register(replace(_make(name, ("x", "r"), body, (*_IN, *_OUT)), egg_dtype="i8"))
+
+
+_elementwise("dequantize_add_quantize", _requantized("add"))
+_elementwise("dequantize_mul_quantize", _requantized("mul"))
