@@ -20,14 +20,30 @@ from frontend import load_model
 from tests.conftest import EXAMPLES
 from tests.strategies import graphs, op_cases, scaled, single_op_graph
 
+_PRELUDED: list[EGraph] = []
+
+
+def _preluded() -> EGraph:
+    """One e-graph with the prelude (every op's declaration and analysis rules) per
+    process: declaring ~270 ops costs more than analysing a small graph, so each
+    graph is analysed between a push and a pop of that e-graph."""
+    if not _PRELUDED:
+        egraph = EGraph()
+        run_commands(egraph, program_prelude())
+        _PRELUDED.append(egraph)
+    return _PRELUDED[0]
+
 
 def analysed(graph):
-    egraph = EGraph()
-    run_commands(egraph, program_prelude())
-    run_commands(egraph, graph_program(graph)[0])
-    saturate_analysis(egraph)
-    decoded = decode(json.loads(egraph.serialize([]).to_json()))
-    conflicts = run_commands(egraph, "(print-size ShapeConflict)")[-1]
+    egraph = _preluded()
+    run_commands(egraph, "(push)")
+    try:
+        run_commands(egraph, graph_program(graph)[0])
+        saturate_analysis(egraph)
+        decoded = decode(json.loads(egraph.serialize([]).to_json()))
+        conflicts = run_commands(egraph, "(print-size ShapeConflict)")[-1]
+    finally:
+        run_commands(egraph, "(pop)")
     assert conflicts.size == 0
     return decoded
 
