@@ -346,11 +346,13 @@ class _Seeds:
     """The weight-side terms of rules/quant.rules, built exactly as the rules build
     them, each paired with a new param that holds its value."""
 
+    var_prefix = "$qseed"  # the egglog variables of the seed terms (one set per pass)
+
     def __init__(
         self, graph: Graph, names: set[str], extra: Mapping[str, np.ndarray] | None = None
     ) -> None:
         self.graph = graph
-        self.b = GraphBuilder("seeds", cse=True)
+        self.b = GraphBuilder(self.var_prefix.lstrip("$") + "s", cse=True)
         self.leaf: dict[int, int] = {}
         self.pairs: list[tuple[int, int, str]] = []  # (term, new param, param name)
         self.names = names  # taken param names (shared with the pass)
@@ -440,9 +442,7 @@ class _Seeds:
         g = self.b.graph
         g.outputs = [(f"o{k}", n) for k, (t, p, _) in enumerate(self.pairs) for n in (t, p)]
         text, names = graph_program(g)
-        text = re.sub(r"\$n(\d+)", r"$qseed\1", text)
-        unions = [
-            f"(union {names[t].replace('$n', '$qseed')} {names[p].replace('$n', '$qseed')})"
-            for t, p, _ in self.pairs
-        ]
+        text = re.sub(r"\$n(\d+)", lambda m: f"{self.var_prefix}{m.group(1)}", text)
+        rename = {k: v.replace("$n", self.var_prefix) for k, v in names.items()}
+        unions = [f"(union {rename[t]} {rename[p]})" for t, p, _ in self.pairs]
         return text + "\n".join(unions) + "\n"

@@ -25,19 +25,16 @@ whose vector unit runs a one-row f32 product faster than the array).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from eqsat.egraph.program import graph_program
 from eqsat.flags import UsageError
-from eqsat.interpreter import evaluate_nodes
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType
-from eqsat.quant.passes import QuantPlan
+from eqsat.quant.passes import QuantPlan, _Seeds
 from hwsim.hardware import PRESET_DIR, PRESETS, Hardware
 
 DEFAULT_GROUP = 128
@@ -141,23 +138,14 @@ def plan_weight_only(
     return QuantPlan(b.graph, seeds.evaluate(params), seeds.egglog(), [], names)
 
 
-class _WeightSeeds:
+class _WeightSeeds(_Seeds):
     """The weight-side terms of the weight-only rules (built as the rules build them),
     each paired with a new param that holds its value."""
 
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
-        self.b = GraphBuilder("wseeds", cse=True)
-        self.pairs: list[tuple[int, int, str]] = []  # (term, new param, param name)
-        self.names = {str(n.attr("name")) for _, n in graph.inputs + graph.params}
+    var_prefix = "$wseed"
 
-    def _pair(self, term: int, base: str) -> None:
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}.{k}", k + 1
-        self.names.add(name)
-        t = self.b.graph.nodes[term].type
-        self.pairs.append((term, self.b.leaf("param", name, t), name))
+    def __init__(self, graph: Graph) -> None:
+        super().__init__(graph, {str(n.attr("name")) for _, n in graph.inputs + graph.params})
 
     def weight(self, w: int, wname: str, bits: int, group: int, fmt: str) -> None:
         node = self.graph.nodes[w]
@@ -169,22 +157,6 @@ class _WeightSeeds:
         tag = "f8" if fmt == "e4m3" else f"w{bits}"
         self._pair(self.b.add("wq_pack", (pw,), attrs), f"{wname}.{tag}")
         self._pair(self.b.add("wq_scales", (pw,), attrs), f"{wname}.{tag}s")
-
-    def evaluate(self, params: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        g = self.b.graph
-        g.outputs = [(name, term) for term, _, name in self.pairs]
-        values = evaluate_nodes(g, params)
-        return {name: values[term] for term, _, name in self.pairs}
-
-    def egglog(self) -> str:
-        """Commands adding the seed terms and their params, and their unions."""
-        g = self.b.graph
-        g.outputs = [(f"o{k}", n) for k, (t, p, _) in enumerate(self.pairs) for n in (t, p)]
-        text, names = graph_program(g)
-        text = re.sub(r"\$n(\d+)", r"$wseed\1", text)
-        rename = {k: v.replace("$n", "$wseed") for k, v in names.items()}
-        unions = [f"(union {rename[t]} {rename[p]})" for t, p, _ in self.pairs]
-        return text + "\n".join(unions) + "\n"
 
 
 def weight_bytes(graph: Graph) -> int:
