@@ -53,7 +53,10 @@ def eqsat_dtype(onnx_type: int) -> DType:
 
 
 def numpy_type(onnx_type: int) -> np.dtype:
-    return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
+    except KeyError:  # a type number ONNX does not define (a corrupt `to` of a Cast)
+        raise DTypeError(f"element type {type_name(onnx_type)} is not an ONNX type") from None
 
 
 def onnx_type_of(array: np.ndarray) -> int:
