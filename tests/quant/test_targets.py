@@ -4,7 +4,6 @@ simulated cycles than the float model optimized the same way."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from backend import compile_graph
@@ -46,9 +45,13 @@ def test_sqnr_and_cycles_on_the_simulator(case) -> None:
     for name in ref:
         assert sqnr_db(ref[name], got[name]) >= 30.0, name
         assert q.quant.sqnr[name] >= 30.0, name  # the interpreter's measure, as reported
-    # the simulator runs the int8 program exactly as the reference interpreter does
+    # The simulator runs the int8 program as the reference interpreter does. Not bit
+    # for bit: a float value computed in another order (attention's sums over key tiles,
+    # GELU before a fused quantize) can fall on the other side of a rounding boundary
+    # and move one int8 element by a step (on this machine's BLAS, one row of the BERT
+    # layer's attention output: 71 dB). A wrong kernel is far below this bound.
     want = evaluate(q.graph, feeds)
     for name in want:
-        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-4)
+        assert sqnr_db(want[name], got[name]) >= 60.0, name
     _, float_cycles = _simulate(float_opt.graph, bindings)
     assert int8_cycles < float_cycles
