@@ -8,12 +8,15 @@ scheme can reach without moving fewer bytes.
 fp8 (E4M3 weights) runs where the hardware file declares it (datacenter).
 
 Models: examples/llama_decode.model at --dim L=2048 (hidden 512: its f32 key/value
-cache, copied into present_k/present_v, moves more bytes than its weights) and
+cache, copied into present_k/present_v, moves more bytes than its weights),
 bench/models/llama_decode_2k.model (hidden 2048, SwiGLU 5632, a bf16 cache read in
-place: the weights dominate). Each configuration is one `eqsat simulate` run (the
+place: the weights dominate) and bench/models/llama7b_decode_2k.model (LLaMA-7B's
+shapes: hidden 4096, 32 heads of 128, SwiGLU 11008, batch 1, 2,048 tokens of bf16
+cache; the issue's "LLaMA-style layer"; about 2 minutes and 3.5 GB per run, so it runs
+only when named with --models). Each configuration is one `eqsat simulate` run (the
 optimizer, the backend and the simulator, as a user runs them).
 
-    /work/venv/bin/python bench/weight_only.py [--hw edge datacenter] [--models NAME ...]
+    python bench/weight_only.py [--hw edge datacenter] [--models NAME ...]
         [--schemes f32 bf16 w8a16 w4a16 fp8] [--fidelity] [--json OUT.json]
 
 `--fidelity` also prices each program with the cost model (eqsat.fidelity
@@ -34,7 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
     "llama_decode": (ROOT / "examples" / "llama_decode.model", ["--dim", "L=2048"]),
     "llama_decode_2k": (ROOT / "bench" / "models" / "llama_decode_2k.model", []),
+    "llama7b_decode_2k": (ROOT / "bench" / "models" / "llama7b_decode_2k.model", []),
 }
+DEFAULT_MODELS = ["llama_decode", "llama_decode_2k"]  # the 7B layer: on request
 SCHEMES = ("f32", "bf16", "w8a16", "w4a16", "fp8")
 
 
@@ -83,7 +88,7 @@ def fidelity(model: Path, dims: list[str], hw: str, scheme: str) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hw", nargs="+", default=["edge", "datacenter"])
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--models", nargs="+", default=DEFAULT_MODELS, choices=list(MODELS))
     p.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES)
     p.add_argument("--fidelity", action="store_true", help="the cost model's estimate too")
     p.add_argument("--json", metavar="OUT.json")
