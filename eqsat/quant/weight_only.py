@@ -111,12 +111,23 @@ def plan_weight_only(
     group: int,
     act: str,
     fmt: str = "int",
+    bits_of: Mapping[str, int] | None = None,
 ) -> QuantPlan:
-    """Mark the weights, compute their quantized params and the e-graph seeds."""
+    """Mark the weights, compute their quantized params and the e-graph seeds.
+    `bits_of`: weights (param names) stored at other integer widths than `bits`
+    (`--weight-bits wk=8`: a projection whose own output needs more than int4 gives)."""
+    bits_of = dict(bits_of or {})
     live = graph.live()
     mms = [i for i in quantizable_weights(graph, params, group, bits) if live[i]]
     weights = sorted({graph.nodes[i].inputs[1] for i in mms})
-    attrs = {"group": group if bits != 16 else 1, "bits": bits, "fmt": fmt, "act": act}
+
+    def width(w: int) -> int:
+        return bits_of.get(str(graph.nodes[w].attr("name")), bits)
+
+    def attrs_of(w: int) -> dict:
+        b = width(w)
+        return {"group": group if b != 16 else 1, "bits": b, "fmt": fmt, "act": act}
+
     b = GraphBuilder(graph.name, graph.dims)
     b.graph.constants = dict(graph.constants)
     new: dict[int, int] = {}
@@ -126,14 +137,14 @@ def plan_weight_only(
         if i in mms:
             w = node.inputs[1]
             if w not in marked:
-                marked[w] = b.add("wobserve", (new[w],), attrs)
+                marked[w] = b.add("wobserve", (new[w],), attrs_of(w))
             inputs[1] = marked[w]
         new[i] = b.add(node.op, inputs, node.attr_dict, node.name)
     for name, i in graph.outputs:
         b.output(name, new[i])
     seeds = _WeightSeeds(graph)
     for w in weights:
-        seeds.weight(w, str(graph.nodes[w].attr("name")), bits, group, fmt)
+        seeds.weight(w, str(graph.nodes[w].attr("name")), width(w), group, fmt)
     names = [str(graph.nodes[w].attr("name")) for w in weights]
     return QuantPlan(b.graph, seeds.evaluate(params), seeds.egglog(), [], names)
 

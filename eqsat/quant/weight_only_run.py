@@ -25,10 +25,32 @@ def add_weight_only_flags(g) -> None:
         "weights' rows)",
     )
 
+    g.add_argument(
+        "--weight-bits",
+        action="append",
+        metavar="NAME=BITS",
+        help="with --quantize w4a16/w8a16: store the weight param NAME at BITS (4 or 8) "
+        "instead of the scheme's width (repeatable), e.g. --weight-bits wk=8 --weight-bits "
+        "wv=8 keeps a decoder's key/value projections, whose outputs are the cache, in int8",
+    )
+
+
+def weight_bits(args: argparse.Namespace) -> dict[str, int]:
+    """--weight-bits NAME=BITS pairs as a mapping (checked: BITS 4 or 8)."""
+    out: dict[str, int] = {}
+    for spec in getattr(args, "weight_bits", None) or []:
+        name, sep, bits = spec.partition("=")
+        if not sep or not name or bits not in ("4", "8"):
+            raise UsageError(f"--weight-bits {spec}: expected NAME=4 or NAME=8 (a weight param)")
+        out[name] = int(bits)
+    return out
+
 
 def check_weight_only_flags(args: argparse.Namespace) -> None:
     quant = getattr(args, "quantize", None)
     group = getattr(args, "group_size", None)
+    if weight_bits(args) and quant not in ("w4a16", "w8a16"):
+        raise UsageError("--weight-bits applies to --quantize w4a16 or w8a16")
     if group is not None and quant not in ("w4a16", "w8a16", "fp8"):
         raise UsageError("--group-size applies to --quantize w4a16, w8a16 or fp8")
     if group is not None and (group < 2 or group % 2):
@@ -65,9 +87,17 @@ def prepare_weight_only(
         values = {k: v for k, v in random_bindings(graph, 0).items() if k in names}
         values.update(params or {})
         eval_inputs = [random_inputs(graph, 0)]
-    plan = plan_weight_only(graph, values, scheme.bits, group, act, scheme.fmt)
+    widths = weight_bits(args)
+    plan = plan_weight_only(graph, values, scheme.bits, group, act, scheme.fmt, widths)
+    unknown = sorted(set(widths) - set(plan.layers))
+    if unknown:
+        raise UsageError(
+            f"--weight-bits {', '.join(unknown)}: not the weight of a quantizable matmul of "
+            f"{graph.name} (those are: {', '.join(plan.layers) or 'none'})"
+        )
     grouping = "" if scheme.bits == 16 else f", groups of {group}"
-    described = f"weights only{grouping}; activations {act}"
+    kept = "".join(f", {name} int{b}" for name, b in sorted(widths.items()))
+    described = f"weights only{grouping}{kept}; activations {act}"
     return QuantRun(plan, values, eval_inputs, described, scheme=scheme.name)
 
 
