@@ -222,7 +222,7 @@ def emit_attention(
                 instrs: list[Instr] = []
                 for op in ops[(first, last)]:
                     if op_gemv(kb.hw, s, op, dims):  # one query row: on the vector unit
-                        instrs += gemv_step(t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
+                        instrs += gemv_step(kb.hw, t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
                     else:
                         instrs.append(_instr(op, t, part))
                 pipe.compute(instrs)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hwsim import timing
-from hwsim.isa import Binary, Instr, Matmul, Move, Tile, Transpose
+from hwsim.hardware import Hardware
+from hwsim.isa import Binary, Fma, Instr, Matmul, Move, Tile, Transpose
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .expr import Expr, Leaf, Un
@@ -257,7 +258,9 @@ def emit_gemm(
                         mms = [
                             ins
                             for acc_full, bt in zip(accs, b_tiles, strict=True)
-                            for ins in gemv_step(sub(acc_full, rm, rn), a_tile, bt, mode, work)
+                            for ins in gemv_step(
+                                kb.hw, sub(acc_full, rm, rn), a_tile, bt, mode, work
+                            )
                         ]
                     else:
                         mms = [
@@ -274,26 +277,47 @@ def emit_gemm(
                 writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
 
 
-def gemv_step(acc: Tile, a: Tile, b: Tile, mode: str, work: Tile | None = None) -> list[Instr]:
+def gemv_step(
+    hw: Hardware, acc: Tile, a: Tile, b: Tile, mode: str, work: Tile | None = None
+) -> list[Instr]:
     """acc[1, n] (=, or += with mode accumulate) a[1, k] @ b[k, n] on the vector unit,
-    priced by hwsim.timing.gemv_cycles: b is scaled in place by a read as a column (its
-    k elements are contiguous either way), its rows are summed by halving in place,
-    then the first row is moved or added into the accumulator. b is the step's own
-    loaded slot, free to overwrite: the next load into it waits for this compute.
-    `work` (f32, at least k x n): the products go there instead and are summed in f32
+    priced by hwsim.timing.gemv_cycles: h = timing.gemv_rows rows of partial sums P
+    take b's first h rows times a's first h elements (a read as a column: its k
+    elements are contiguous either way), then each further block of h rows is
+    multiplied and added into P by one fused multiply-add; P's rows are summed by
+    halving in place, then the first row is moved or added into the accumulator. b is
+    the step's own loaded slot, free to overwrite (P is its first rows): the next load
+    into it waits for this compute. `work` (f32, at least k x n): P goes there instead
     (bf16 operands: exact products, f32 sums, as the array accumulates)."""
     k, n = b.rows, b.cols
-    column = Tile(a.space, a.addr, k, 1, a.dtype, 1)
-    products = b if work is None else sub(work, k, n)
-    instrs: list[Instr] = [Binary(op="mul", dst=products, a=b, b=column, bcast="col")]
-    b = products
-    rows = k
+    h = timing.gemv_rows(hw, n, k)
+    blocks = timing.gemv_blocks(k, h)
+
+    def column(r0: int, rows: int) -> Tile:
+        return Tile(a.space, a.addr + r0 * a.itemsize, rows, 1, a.dtype, 1)
+
+    partial = offset_tile(b if work is None else work, 0, 0, blocks[0][1], n)
+    instrs: list[Instr] = [
+        Binary(
+            op="mul",
+            dst=partial,
+            a=offset_tile(b, 0, 0, blocks[0][1], n),
+            b=column(0, blocks[0][1]),
+            bcast="col",
+        )
+    ]
+    for r0, rows in blocks[1:]:
+        p = offset_tile(partial, 0, 0, rows, n)
+        block = offset_tile(b, r0, 0, rows, n)
+        instrs.append(Fma(dst=p, a=block, b=column(r0, rows), bcast="col", c=p))
+    rows = blocks[0][1]
     while rows > 1:
         half = rows // 2
-        top = offset_tile(b, 0, 0, half, n)
-        instrs.append(Binary(op="add", dst=top, a=top, b=offset_tile(b, rows - half, 0, half, n)))
+        top = offset_tile(partial, 0, 0, half, n)
+        bottom = offset_tile(partial, rows - half, 0, half, n)
+        instrs.append(Binary(op="add", dst=top, a=top, b=bottom))
         rows -= half
-    first = offset_tile(b, 0, 0, 1, n)
+    first = offset_tile(partial, 0, 0, 1, n)
     if mode == "overwrite":
         instrs.append(Move(dst=acc, src=first))
     else:

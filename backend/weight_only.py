@@ -26,7 +26,7 @@ from eqsat.ir.graph import Node
 from eqsat.wq_work import wq_split
 from hwsim.dtypes import ITEMSIZE
 from hwsim.gemv_split import GemvSplit, interleave, queue_program
-from hwsim.isa import Binary, Instr, LoadDq, Move, Tile
+from hwsim.isa import Binary, Fma, Instr, LoadDq, Move, Tile
 
 from .contract import acc_dtype, matrix_mode
 from .emit import KernelBuilder, sub
@@ -170,8 +170,8 @@ def _emit_split(
 def _on_vector_queue(ins: Instr) -> Instr:
     if ins.queue != "compute":
         return ins
-    if not isinstance(ins, Binary | Move):
-        raise BackendError(f"the vector queue runs binary and move, not {type(ins).__name__}")
+    if not isinstance(ins, Binary | Fma | Move):
+        raise BackendError(f"the vector queue runs binary, fma and move, not {type(ins).__name__}")
     return dataclasses.replace(ins, vector_queue=True)
 
 

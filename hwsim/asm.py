@@ -11,17 +11,19 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
     loaddq      sram@0:128x16:f32 <- w[0:64x16/64], sram@8192:1x16:f32  bits=4  group=128
     matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
     binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
+    fma         sram@0:8x16:f32 <- sram@512:8x16:f32, sram@0:8x1:f32, sram@0:8x16:f32  bcast=col
     select      sram@0:16x16:f32 <- sram@2048:16x16:i8, sram@0:16x16:f32, -inf
     custom.silu_mul sram@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:1x16:f32
     kernel      softmax
 
+`fma` is dst = a * b + c (b a tile or a number, broadcast as binary's; c a tile).
 `custom.NAME` runs an instruction the hardware file declares (hwsim/custom.py).
 
 Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
 elements); a DRAM reference is `NAME[OFFSET:ROWSxCOLS/STRIDE]` (elements); an
 immediate is a number. The destination comes first, then `<-` and the sources, then
 `key=value` options (`wait=`/`signal=` take comma-separated token names; `queue=vector`
-puts a binary or move on the vector queue, beside the compute queue: hwsim/isa.py).
+puts a binary, fma or move on the vector queue, beside the compute queue: hwsim/isa.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -109,6 +112,7 @@ _OPTIONS = {
     "move": ("act", "queue"),
     "unary": (),
     "binary": ("bcast", "queue"),
+    "fma": ("bcast", "queue"),
     "select": (),
     "reduce": (),
     "transpose": (),
@@ -299,6 +303,11 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
         bb, ii = (None, b) if imm else (b, None)
         return Binary(op=sub, dst=dst, a=a, b=bb, imm=ii, **kw, **deps)
+    if op == "fma":
+        imm = len(srcs) == 3 and isinstance(srcs[1][0], float)
+        a, b, c = _want(at, srcs, "tnt" if imm else "ttt", "source", col)
+        bb, ii = (None, b) if imm else (b, None)
+        return Fma(dst=dst, a=a, b=bb, imm=ii, c=c, **kw, **deps)
     if op == "custom":
         tiles = _want(at, srcs, "t" * max(1, len(srcs)), "source", col)
         return Custom(name=sub, dst=dst, srcs=tuple(tiles), **deps)

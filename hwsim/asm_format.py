@@ -8,6 +8,7 @@ from .isa import (
     Binary,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -43,7 +44,7 @@ def _operand(x: Any) -> str:
     return repr(float(x))
 
 
-def _queue(ins: Binary | Move) -> dict[str, str]:
+def _queue(ins: Binary | Fma | Move) -> dict[str, str]:
     return {"queue": "vector"} if ins.vector_queue else {}
 
 
@@ -70,6 +71,10 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
             return f"binary.{ins.op}", [ins.dst], [ins.a, b], {**opts, **_queue(ins)}
+        case Fma():
+            b = ins.imm if ins.b is None else ins.b
+            opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
+            return "fma", [ins.dst], [ins.a, b, ins.c], {**opts, **_queue(ins)}
         case Custom():
             return f"custom.{ins.name}", [ins.dst], list(ins.srcs), {}
         case Select():

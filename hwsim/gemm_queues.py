@@ -208,7 +208,14 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
                         dmas += b_dmas(k0, rk, n0, rn)
                     kgen = pipe.load("k", dmas)
                     turn = 0 if b_res else b_turn(rk, rn)
-                    pipe.compute(turn + w.gemms * step(rm, rn, rk))
+                    if engine == "vector":  # each instruction: the array's moves
+                        # take the vector unit between them (hwsim/gemv_split.py)
+                        parts = timing.gemv_instruction_cycles(hw, rn, rk) * w.gemms
+                        pipe.compute(turn + parts[0])
+                        for c in parts[1:]:
+                            pipe.compute(c)
+                    else:
+                        pipe.compute(turn + w.gemms * step(rm, rn, rk))
                     pipe.release(kgen)
                 if agen is not None and n0 + tn >= w.n:
                     pipe.release(agen)

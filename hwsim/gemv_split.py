@@ -135,7 +135,7 @@ def plan_split(hw: Hardware, w) -> GemvSplit | None:
     """The cheapest split of a one-row weight-only product (w: its KernelWork), or None
     where the work is not one row of a quantized product, or no split fits SRAM. The
     share of columns on the vector unit starts where the two units' rates balance
-    (the array: C weights a cycle; the vector unit: a multiply and an add per weight
+    (the array: C weights a cycle; the vector unit: one fused multiply-add per weight
     on L lanes) and its neighbours are tried; for each, the pairs of tiles that fit
     SRAM together are ranked by a closed form (`_part_tiles`) and the best REPLAYED are
     replayed side by side on the queues (extraction prices every form of every
@@ -145,7 +145,7 @@ def plan_split(hw: Hardware, w) -> GemvSplit | None:
     C = hw.array_cols
     if w.n < 2 * C:
         return None
-    vector_rate = hw.vector_lanes / 2
+    vector_rate = hw.vector_lanes
     base = round(w.n * vector_rate / (C + vector_rate) / C)
     budget = hw.sram_bytes - MARGIN
     tks = _pow2_tiles(hw.array_rows, math.ceil(w.k / hw.array_rows) * hw.array_rows)
@@ -172,8 +172,8 @@ def plan_split(hw: Hardware, w) -> GemvSplit | None:
 
 def _part_tiles(hw: Hardware, w, tks: list[int], on_vector: bool) -> list[tuple]:
     """(tile, SRAM need, load-queue cycles, compute cycles, output tiles, cycles of a
-    vector instruction: the accumulator's move, or the vector part's longest, its
-    multiply) of each tile of one part: the closed form a pair of tiles is ranked by
+    vector instruction: the accumulator's move, or the vector part's longest, a
+    multiply or fused multiply-add over its partial sums) of each tile of one part: the closed form a pair of tiles is ranked by
     (the busier of the shared load queue, the array and the vector unit)."""
     out = []
     for tn in _pow2_tiles(hw.array_cols, math.ceil(w.n / hw.array_cols) * hw.array_cols):
@@ -189,7 +189,7 @@ def _part_tiles(hw: Hardware, w, tks: list[int], on_vector: bool) -> list[tuple]
             )
             if on_vector:
                 compute = steps * timing.gemv_cycles(hw, rn, rk)
-                vector = timing.vector_cycles(hw, rk * rn, "mul")
+                vector = timing.vector_cycles(hw, timing.gemv_rows(hw, rn, rk) * rn, "fma")
             else:
                 compute = steps * timing.matmul_cycles(hw, w.dtype, 1, rn, rk)
                 vector = timing.vector_cycles(hw, rn, "move")

@@ -8,7 +8,7 @@ byte address (aligned to its item size), rows `stride` elements apart (dense whe
 The accumulator holds 4-byte entries (i32 for int8 products, f32 otherwise).
 
 Queues. Load and Store run on their own queues (DMA); everything else on the compute
-queue, except a Binary or Move marked `vector_queue`, which runs on the vector queue:
+queue, except a Binary, Fma or Move marked `vector_queue`, which runs on the vector queue:
 beside the compute queue's matmuls (an NPU's cube and vector pipelines), ordered with
 them only by tokens, and never on the vector unit at the same time as a vector-unit
 instruction of the compute queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
@@ -77,7 +77,7 @@ MODES = ("overwrite", "accumulate")
 BCASTS = ("none", "row", "col")
 ROUNDINGS = ("even", "away")
 QUEUES = ("load", "compute", "store", "vector")
-VECTOR_QUEUE_INSTRS = ("binary", "move")  # what the vector queue runs (gemv steps)
+VECTOR_QUEUE_INSTRS = ("binary", "fma", "move")  # what the vector queue runs (gemv steps)
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,29 @@ class Binary(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Fma(Instr):
+    """dst = a * b + c on the vector unit, fused: the exact product plus c, rounded once
+    to f32 (a bf16 dst rounds that again when stored, as every vector op's result).
+    a has dst's shape; b is a tile of dst's shape, a row (1 x cols, bcast=row) or a
+    column (rows x 1, bcast=col), or the immediate imm, as Binary's b; c is dst's shape,
+    or a row or a column broadcast over dst (by its shape). c may be dst itself (a
+    multiply-accumulate: all operands are read before dst is written). Float tiles
+    only; one op per lane per cycle, like a binary op."""
+
+    dst: Tile
+    a: Tile
+    c: Tile
+    b: Tile | None = None
+    imm: float | None = None
+    bcast: str = "none"
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Select(Instr):
     """dst = a where cond != 0, else b, picking values without arithmetic (exact for
     inf and nan). cond, a and b are tiles of dst's shape, one row (1 x cols) or one
@@ -330,6 +353,7 @@ INSTRS: tuple[type[Instr], ...] = (
     Move,
     Unary,
     Binary,
+    Fma,
     Select,
     Reduce,
     Transpose,
@@ -365,6 +389,8 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return (ins.a, ins.b, ins.acc) if ins.mode == "accumulate" else (ins.a, ins.b)
     if isinstance(ins, Binary):
         return (ins.a,) if ins.b is None else (ins.a, ins.b)
+    if isinstance(ins, Fma):
+        return (ins.a, ins.c) if ins.b is None else (ins.a, ins.b, ins.c)
     if isinstance(ins, Select):
         return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
     if isinstance(ins, Gather):

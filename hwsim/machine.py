@@ -16,6 +16,7 @@ from .dtypes import INT_RANGE, is_float, to_value
 from .isa import (
     Binary,
     Custom,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -66,6 +67,7 @@ class Machine:
             Move: self._move,
             Unary: self._unary,
             Binary: self._binary,
+            Fma: self._fma,
             Select: self._select,
             Reduce: self._reduce,
             Transpose: self._transpose,
@@ -141,6 +143,13 @@ class Machine:
         a = self._get(ins.a, q, seq, clock)
         b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
         self._put(ins.dst, semantics.binary(ins.op, a, b), q, seq, clock)  # type: ignore[arg-type]
+
+    def _fma(self, ins: Fma, q: int, seq: int, clock: Clock) -> None:
+        a = self._get(ins.a, q, seq, clock)
+        b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
+        c = self._get(ins.c, q, seq, clock)
+        out = np.broadcast_to(semantics.fma(a, b, c), (ins.dst.rows, ins.dst.cols))  # type: ignore[arg-type]
+        self._put(ins.dst, np.ascontiguousarray(out), q, seq, clock)
 
     def _custom(self, ins: Custom, q: int, seq: int, clock: Clock) -> None:
         """A declared instruction: its semantics on the source tiles (f32 values)."""

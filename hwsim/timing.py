@@ -15,7 +15,8 @@ array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
         Each fold preloads an R x C block of B (R cycles, hidden behind the previous
         fold's streaming when m*p >= R) and streams m rows of A; the pipeline fills
         and drains once per instruction (R + C).
-    vector op on e elements       I + ceil(e * passes(op) / L)   (select: op "select")
+    vector op on e elements       I + ceil(e * passes(op) / L)   (select: op "select";
+                                  fma, a fused multiply-add, one pass like add)
     row reduction of r x c        I + ceil(r*c / L) + ceil(log2(L))  (lane tree)
     custom.NAME                   the cost its hardware file declares (hwsim/custom.py)
     kernel launch                 launch_cycles
@@ -23,12 +24,14 @@ array, L the vector lanes, I the issue overhead, B the DRAM bytes per cycle:
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .hardware import Hardware
 from .isa import (
     Binary,
     Custom,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -54,6 +57,7 @@ OP_PASSES: dict[str, int] = {
     "add": 1,
     "sub": 1,
     "mul": 1,
+    "fma": 1,
     "max": 1,
     "min": 1,
     "sum": 1,
@@ -124,16 +128,52 @@ def matmul_cycles(hw: Hardware, dtype: str, m: int, n: int, k: int) -> int:
 
 def gemv_cycles(hw: Hardware, n: int, k: int) -> int:
     """Cycles of a matrix-vector step x[1,k] @ B[k,n] on the vector unit, as the GEMM
-    loop emits it (backend/gemm.py): B *= x as a column (in place), a tree of in-place
-    adds folding B's rows in halves down to one, then that row moved or added into the
-    accumulator row."""
-    cycles = vector_cycles(hw, k * n, "mul")
-    rows = k
+    loop emits it (backend/gemm.py gemv_step) with h = gemv_rows(hw, n, k) rows of
+    partial sums."""
+    return _gemv_cycles_at(hw, n, k, gemv_rows(hw, n, k))
+
+
+def gemv_blocks(k: int, h: int) -> list[tuple[int, int]]:
+    """(first row, rows) of the blocks of B's k rows a GEMV step with h partial-sum
+    rows multiplies in: the first by a multiply, each further one by a fused
+    multiply-add into the partial sums (the last block may be shorter)."""
+    return [(r, min(h, k - r)) for r in range(0, k, h)]
+
+
+def _gemv_cycles_at(hw: Hardware, n: int, k: int, h: int) -> int:
+    return sum(_gemv_instruction_cycles(hw, n, k, h))
+
+
+def gemv_instruction_cycles(hw: Hardware, n: int, k: int) -> list[int]:
+    """The cycles of each instruction of a GEMV step (gemv_cycles), in order."""
+    return _gemv_instruction_cycles(hw, n, k, gemv_rows(hw, n, k))
+
+
+def _gemv_instruction_cycles(hw: Hardware, n: int, k: int, h: int) -> list[int]:
+    """The step at h partial-sum rows: P = B[0:h] * x[0:h] (a column), then P += B's
+    next h rows * x's (one fma each), then a tree of in-place adds folding P's rows in
+    halves to one, then that row moved or added into the accumulator row."""
+    blocks = gemv_blocks(k, h)
+    out = [vector_cycles(hw, blocks[0][1] * n, "mul")]
+    out += [vector_cycles(hw, rows * n, "fma") for _, rows in blocks[1:]]
+    rows = blocks[0][1]
     while rows > 1:
         half = rows // 2
-        cycles += vector_cycles(hw, half * n, "add")
+        out.append(vector_cycles(hw, half * n, "add"))
         rows -= half
-    return cycles + vector_cycles(hw, n, "add")  # a move (overwrite) costs the same
+    return [*out, vector_cycles(hw, n, "add")]  # a move (overwrite) costs the same
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def gemv_rows(hw: Hardware, n: int, k: int) -> int:
+    """The rows of partial sums (a power of two, at most k) that make a GEMV step
+    cheapest: few rows issue many short instructions, many rows a long final tree."""
+    best = (_gemv_cycles_at(hw, n, k, 1), 1)
+    h = 2
+    while h <= k:
+        best = min(best, (_gemv_cycles_at(hw, n, k, h), h))
+        h *= 2
+    return best[1]
 
 
 def gemv_on_vector(hw: Hardware, dtype: str, m: int, n: int, k: int) -> bool:
@@ -203,5 +243,11 @@ def vector_op(ins: Instr) -> str:
     """The OP_PASSES entry that prices a vector-unit instruction."""
     if isinstance(ins, Unary | Binary | Reduce):
         return ins.op
-    kinds = {Move: "move", Transpose: "transpose", Requantize: "requantize", Select: "select"}
+    kinds = {
+        Fma: "fma",
+        Move: "move",
+        Transpose: "transpose",
+        Requantize: "requantize",
+        Select: "select",
+    }
     return kinds[type(ins)]

@@ -25,6 +25,7 @@ from .isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -199,6 +200,27 @@ def _binary(ins: Binary) -> str | None:
     return _same(ins.dst, a)
 
 
+def _fma(ins: Fma) -> str | None:
+    """Float tiles; b as a binary's b (bcast), c dst's shape, a row or a column."""
+    b, c, dst = ins.b, ins.c, ins.dst
+    if ins.bcast not in BCASTS:
+        return f"unknown fma bcast '{ins.bcast}'"
+    if (b is None) == (ins.imm is None):
+        return "fma takes either a tile b or an immediate"
+    for t in (dst, ins.a, c) if b is None else (dst, ins.a, b, c):
+        if not is_float(t.dtype):
+            return f"fma works on float tiles, got {t.dtype}"
+    if b is None and ins.bcast != "none":
+        return "an immediate operand cannot be broadcast"
+    if b is not None:
+        want = {"none": _shape(dst), "row": (1, dst.cols), "col": (dst.rows, 1)}[ins.bcast]
+        if _shape(b) != want:
+            return f"bcast={ins.bcast} needs b of {want[0]}x{want[1]}, got {b.rows}x{b.cols}"
+    if _shape(c) not in {_shape(dst), (1, dst.cols), (dst.rows, 1)}:
+        return f"fma addend {c.rows}x{c.cols} is neither {dst.rows}x{dst.cols}, a row nor a column of it"
+    return _same(dst, ins.a)
+
+
 def _select(ins: Select) -> str | None:
     tiles = [t for t in (ins.a, ins.b) if t is not None]
     if (ins.a is None) == (ins.imm_a is None) or (ins.b is None) == (ins.imm_b is None):
@@ -293,6 +315,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return _unary(ins)
         case Binary():
             return _binary(ins)
+        case Fma():
+            return _fma(ins)
         case Select():
             return _select(ins)
         case Reduce():

@@ -30,6 +30,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -59,6 +60,7 @@ OPS_OF_INSTR: dict[type[Instr], tuple[str, ...]] = {
     Move: ("move",),
     Unary: ("unary", "unary_imm"),
     Binary: ("binary",),
+    Fma: ("fma",),
     Select: ("select",),
     Reduce: ("reduce",),
     Transpose: ("transpose",),
@@ -168,6 +170,11 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
             ]
             b = ("b", _tile_or_imm(ins.b, ins.imm))
             return "binary", None, [*attrs, b, ("bcast", mlir_string(ins.bcast)), _queue(ins)]
+        case Fma():
+            attrs = [("dst", tile_attr(ins.dst)), ("a", tile_attr(ins.a))]
+            b = ("b", _tile_or_imm(ins.b, ins.imm))
+            rest = [("c", tile_attr(ins.c)), ("bcast", mlir_string(ins.bcast)), _queue(ins)]
+            return "fma", None, [*attrs, b, *rest]
         case Select():
             attrs = [("dst", tile_attr(ins.dst)), ("cond", tile_attr(ins.cond))]
             a, b = _tile_or_imm(ins.a, ins.imm_a), _tile_or_imm(ins.b, ins.imm_b)
@@ -191,7 +198,7 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
     raise TypeError(f"no accel op for {type(ins).__name__}")
 
 
-def _queue(ins: Binary | Move) -> tuple[str, str]:
+def _queue(ins: Binary | Fma | Move) -> tuple[str, str]:
     return "queue", mlir_string(ins.queue)
 
 

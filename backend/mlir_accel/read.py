@@ -17,6 +17,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -124,6 +125,11 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             ops = {"op": _str(a["op"]), "dst": _tile(a["dst"]), "a": _tile(a["a"])}
             vq = _str(a["queue"]) == "vector"
             return Binary(**ops, b=b, imm=imm, bcast=_str(a["bcast"]), vector_queue=vq, **deps)
+        case "fma":
+            b, imm = _tile_or_imm(a["b"])
+            tiles = {"dst": _tile(a["dst"]), "a": _tile(a["a"]), "c": _tile(a["c"])}
+            vq = _str(a["queue"]) == "vector"
+            return Fma(**tiles, b=b, imm=imm, bcast=_str(a["bcast"]), vector_queue=vq, **deps)
         case "select":
             (ta, ia), (tb, ib) = _tile_or_imm(a["a"]), _tile_or_imm(a["b"])
             dst, cond = _tile(a["dst"]), _tile(a["cond"])

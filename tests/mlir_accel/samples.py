@@ -8,6 +8,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -31,6 +32,7 @@ ACC = Tile("acc", 64, 16, 16, "i32")
 Q = Tile("sram", 4096, 16, 16, "i8")
 COL = Tile("sram", 8192, 16, 1, "i32")
 ROW = Tile("sram", 8256, 1, 16, "f32")
+FCOL = Tile("sram", 8320, 16, 1, "bf16")
 DEPS = {"wait": ("k0.l0", 'odd "name"\\'), "signal": ("s0", "s1")}
 
 SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
@@ -58,6 +60,10 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
         Requantize(
             dst=Q, src=ACC, multiplier=1 << 30, shift=37, zero_point=-3, rounding="away", **DEPS
         ),
+    ),
+    Fma: (
+        Fma(dst=A, a=A, b=FCOL, c=ROW, bcast="col", vector_queue=True, **DEPS),
+        Fma(dst=A, a=B, imm=-0.5, c=A, **DEPS),
     ),
     Custom: (Custom(name="swiglu", dst=A, srcs=(A, ROW, COL), **DEPS),),
     LoadDq: (

@@ -29,7 +29,7 @@ def test_a_split_int4_product_is_exact_and_simulates_as_priced() -> None:
     hw = load_hardware("edge")
     plan = wq_split(hw, work)
     assert plan is not None and plan.n_matrix + plan.n_vector == 512
-    assert plan.n_vector % hw.array_cols == 0 and plan.n_matrix > plan.n_vector > 0
+    assert plan.n_vector % hw.array_cols == 0 and plan.n_matrix >= plan.n_vector > 0
     cost = op_cost(hw, node.op, types, node.type, node.attr_dict)
     assert cost.cycles == plan.cycles < 0.9 * kernel_cycles(hw, work).cycles
     # small integers in bf16 and power-of-two scales: every product and sum is exact
@@ -53,6 +53,8 @@ def test_a_split_int4_product_is_exact_and_simulates_as_priced() -> None:
 
 
 def test_a_product_the_dram_channel_bounds_is_not_split() -> None:
-    # int8 weights arrive at 16 a cycle on edge: the array alone keeps pace
-    *_, work = _product(256, 256, 8)
+    # int8 weights arrive at 16 a cycle on edge: the array alone keeps pace (a small
+    # product, 256 x 256, is not DRAM-bound: its fill and issue overheads make a
+    # split with the vector unit's fused multiply-adds pay there)
+    *_, work = _product(1024, 1024, 8)
     assert wq_split(load_hardware("edge"), work) is None
