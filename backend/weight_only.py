@@ -38,18 +38,28 @@ from .views import Value, View
 
 class DequantLoader:
     """B tiles of quantized weights: packed i8 storage [K * bits / 8, N] (row-major) and
-    f32 group scales [K / group, N] (row-major), dequantized into `dtype` slots."""
+    group scales [K / group, N] (row-major, f32 or bf16: `sdtype`), dequantized into
+    `dtype` slots."""
 
     def __init__(
-        self, wq: Operand, scales: Operand, n: int, bits: int, group: int, dtype: str, fmt: str
+        self,
+        wq: Operand,
+        scales: Operand,
+        n: int,
+        bits: int,
+        group: int,
+        dtype: str,
+        fmt: str,
+        sdtype: str = "f32",
     ):
         self.wq, self.scales, self.n = wq, scales, n
         self.bits, self.group, self.dtype, self.fmt = bits, group, dtype, fmt
+        self.sdtype = sdtype
 
     def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
         self.slots = kb.alloc2(rows, cols, self.dtype)
         groups = (self.group - 1 + rows - 1) // self.group + 1  # most a tile can touch
-        self.scale_slots = kb.alloc2(groups, cols, "f32")
+        self.scale_slots = kb.alloc2(groups, cols, self.sdtype)
 
     def load(self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int) -> list:
         g0, phase = divmod(r0, self.group)
@@ -96,7 +106,7 @@ def lower_matmul_wq(c, i: int, node: Node) -> Value:
     plan = wq_split(c.hw, work)
     if plan is not None:
         weights = DequantLoader(
-            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt
+            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt, s.dtype
         )
         x_op, out_op = Operand.of(a, (m, k)), Operand(out2.buf, out2.offset, out2.strides)
         emit_split = functools.partial(
@@ -114,7 +124,7 @@ def lower_matmul_wq(c, i: int, node: Node) -> Value:
     def emit(kb: KernelBuilder) -> None:
         a_ld = StridedLoader(Operand.of(a, (m, k)), 0, 1, matrix_mode(a))  # type: ignore[arg-type]
         b_ld = DequantLoader(
-            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt
+            Operand.of(wq, wq.shape), Operand.of(s, s.shape), n, bits, group, dt, fmt, s.dtype
         )
         space = Space((m, n), 0, 1)
         writer = OutWriter(
@@ -152,7 +162,7 @@ def _emit_split(
         b_ld = DequantLoader(
             Operand(w.wq.buf, w.wq.offset + c0, w.wq.strides),
             Operand(w.scales.buf, w.scales.offset + c0, w.scales.strides),
-            w.n, w.bits, w.group, dt, w.fmt,
+            w.n, w.bits, w.group, dt, w.fmt, w.sdtype,
         )  # fmt: skip
         part = Operand(out.buf, out.offset + c0 * out.strides[1], out.strides)
         writer = OutWriter(part, Space((1, n), 0, 1), None, [None], acc, out_slots=2)

@@ -33,6 +33,7 @@ def matmul_wq_work(
         bytes_out=bytes_out,
         b_bits=int(attrs["bits"]),
         b_group=int(attrs["group"]),
+        b_scale_bytes=in_types[2].dtype.itemsize,
     )
 
 

@@ -103,11 +103,13 @@ class KernelWork:
     # along m, varies along n, item size): a bias is one row or column of the tile, a
     # residual the whole tile (hwsim/gemm_queues.py; the closed form leaves them out)
     epilogue_loads: tuple[tuple[bool, bool, int], ...] = ()
-    # matmul: B stored as b_bits-bit integers (4: packed two per byte) with one f32 scale
-    # per b_group rows, dequantized on its way into SRAM (hwsim/wq.py, isa.LoadDq): DRAM
-    # moves the packed bytes and the scales, SRAM holds the dequantized tile; 0: plain B
+    # matmul: B stored as b_bits-bit integers (4: packed two per byte) with one scale of
+    # b_scale_bytes (f32 4, bf16 2) per b_group rows, dequantized on its way into SRAM
+    # (hwsim/wq.py, isa.LoadDq): DRAM moves the packed bytes and the scales, SRAM holds
+    # the dequantized tile; 0: plain B
     b_bits: int = 0
     b_group: int = 0
+    b_scale_bytes: int = 4
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ def matmul_tiling_cost(
     compute = w.batch * (w.gemms * matrix + move) + epilogue
     b_bytes = w.gemms * w.k * w.n * s * (w.batch if w.kind == "matmul" else 1)
     if w.b_bits:  # packed integers and their group scales (the batch shares them)
-        b_bytes = quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, tk)
+        b_bytes = quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, tk, w.b_scale_bytes)
     a_bytes = w.batch * w.m * w.k * s if w.kind == "matmul" else max(0, w.bytes_in - b_bytes)
     reads_a = 1 if nk == 1 else nn
     reads_b = 1 if nk == 1 and nn == 1 else nm
@@ -245,7 +247,7 @@ def matmul_tiling_cost(
         once += a_bytes - w.patch[2]
     dram = once + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
     if w.b_bits:  # bytes_in has each scale row once; k tiles inside a group reload it
-        dram += b_bytes - quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, w.k)
+        dram += b_bytes - quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, w.k, w.b_scale_bytes)
     loads_a = w.batch * (nm if nk == 1 else nm * nn * nk)
     if w.patch:
         pieces = _runs(w.m, tm, w.patch[0]) * _runs(w.k, tk, w.patch[1])
@@ -327,12 +329,12 @@ def _runs(total: int, tile: int, run: int) -> int:
     return sum((t + min(tile, total - t) - 1) // run - t // run + 1 for t in range(0, total, tile))
 
 
-def quantized_b_bytes(k: int, n: int, bits: int, group: int, tk: int) -> int:
+def quantized_b_bytes(k: int, n: int, bits: int, group: int, tk: int, scale_bytes: int = 4) -> int:
     """DRAM bytes of one pass over a quantized B[k, n] in k tiles of tk rows: the packed
-    integers, plus the f32 scale rows of the groups each k tile touches (a group split
-    over two tiles has its scales loaded by both)."""
+    integers, plus the scale rows (`scale_bytes` a scale) of the groups each k tile
+    touches (a group split over two tiles has its scales loaded by both)."""
     rows = sum((k0 % group + min(tk, k - k0) - 1) // group + 1 for k0 in range(0, k, tk))
-    return k * n * bits // 8 + rows * n * 4
+    return k * n * bits // 8 + rows * n * scale_bytes
 
 
 def _matmul(hw: Hardware, w: KernelWork) -> KernelCost:

@@ -157,7 +157,7 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
             return _patch_dmas(hw, s, w.patch_b, n0, rn, k0, rk)
         if w.b_bits:  # its group scales, then the packed bytes through the dequantizer
             groups = (k0 % w.b_group + rk - 1) // w.b_group + 1
-            scales = timing.dma_cycles(hw, groups * rn * 4)
+            scales = timing.dma_cycles(hw, groups * rn * w.b_scale_bytes)
             return [scales, timing.dma_cycles(hw, rk * rn * w.b_bits // 8)] * w.gemms
         return [timing.dma_cycles(hw, rk * rn * s)] * w.gemms
 

@@ -50,7 +50,7 @@ def part_work(w, n: int):
     scales, the output's bytes, and x once)."""
     a_bytes = w.m * w.k * ITEMSIZE[w.dtype]
     out_item = max(1, round(w.bytes_out / (w.m * w.n))) if w.bytes_out else 4
-    b_bytes = w.k * n * w.b_bits // 8 + math.ceil(w.k / w.b_group) * n * 4
+    b_bytes = w.k * n * w.b_bits // 8 + math.ceil(w.k / w.b_group) * n * w.b_scale_bytes
     return dataclasses.replace(
         w, n=n, macs=w.m * n * w.k, bytes_in=a_bytes + b_bytes, bytes_out=w.m * n * out_item
     )
@@ -64,7 +64,8 @@ def sram_need(w, tile: tuple[int, int, int], on_vector: bool) -> int:
     s = ITEMSIZE[w.dtype]
     groups = (w.b_group - 1 + tk - 1) // w.b_group + 1
     out_item = max(1, round(w.bytes_out / (w.m * w.n))) if w.bytes_out else 4
-    need = 2 * tm * tk * s + 2 * (tk * tn * s + groups * tn * 4) + 2 * tm * tn * out_item
+    need = 2 * tm * tk * s + 2 * (tk * tn * s + groups * tn * w.b_scale_bytes)
+    need += 2 * tm * tn * out_item
     if on_vector and w.dtype != "f32":
         need += tk * tn * 4
     return need + 4 * 64  # each tile starts on a 64-byte boundary
@@ -184,7 +185,7 @@ def _part_tiles(hw: Hardware, w, tks: list[int], on_vector: bool) -> list[tuple]
             groups = (w.b_group - 1 + rk - 1) // w.b_group + 1
             dma = steps * (
                 timing.dma_cycles(hw, rk * rn * w.b_bits // 8)
-                + timing.dma_cycles(hw, groups * rn * 4)
+                + timing.dma_cycles(hw, groups * rn * w.b_scale_bytes)
                 + timing.dma_cycles(hw, rk * ITEMSIZE[w.dtype])
             )
             if on_vector:

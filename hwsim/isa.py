@@ -169,8 +169,8 @@ class Load(Instr):
 class LoadDq(Instr):
     """DMA of quantized weights DRAM -> SRAM through the load-path dequantizer
     (hwsim/wq.py): src spans the i8 storage of dst.rows x dst.cols weights of `bits`
-    bits (int4 packed two rows per byte: dst.rows / 2 rows of bytes); `scales` (f32, in
-    sram) holds one row of scales per group of `group` weight rows, the first weight
+    bits (int4 packed two rows per byte: dst.rows / 2 rows of bytes); `scales` (f32 or
+    bf16, in sram) holds one row of scales per group of `group` weight rows, the first weight
     row `phase` rows into its group; dst (f32 or bf16) = weight * scale. Only the packed
     bytes move over DRAM (the scales come in by an ordinary load, like a gather's index).
     `fmt` e4m3: the bytes are FP8 E4M3 values (bits 8), not integers."""

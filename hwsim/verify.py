@@ -128,8 +128,8 @@ def _gather(ins: Gather, bufs: dict[str, Buffer]) -> str | None:
 
 
 def _load_dq(ins: LoadDq, bufs: dict[str, Buffer]) -> str | None:
-    """Packed weights (i8 storage) into an f32/bf16 sram tile, scales an f32 sram tile
-    with one row per group the tile's rows touch (hwsim/wq.py)."""
+    """Packed weights (i8 storage) into an f32/bf16 sram tile, scales an f32 or bf16
+    sram tile with one row per group the tile's rows touch (hwsim/wq.py)."""
     if (p := dram_problem(ins.src, bufs, False)) is not None:
         return p
     dst, sc = ins.dst, ins.scales
@@ -145,8 +145,8 @@ def _load_dq(ins: LoadDq, bufs: dict[str, Buffer]) -> str | None:
             f"not fill a {dst.rows}x{dst.cols} tile"
         )
     groups = (ins.phase + dst.rows - 1) // ins.group + 1
-    if sc.dtype != "f32" or (sc.rows, sc.cols) != (groups, dst.cols):
-        return f"loaddq scales must be an f32 {groups}x{dst.cols} tile"
+    if sc.dtype not in ("f32", "bf16") or (sc.rows, sc.cols) != (groups, dst.cols):
+        return f"loaddq scales must be an f32 or bf16 {groups}x{dst.cols} tile"
     if dst.space != "sram" or sc.space != "sram":
         return "loaddq reads its scales from and writes its tile to sram"
     return None

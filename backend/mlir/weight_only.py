@@ -70,7 +70,8 @@ def emit_matmul_wq(em: Emitter, ap: Apply, args: list[Val]) -> Val:
     s_map = affine_map(2, [f"d0 floordiv {group}", "d1"])
 
     def body(b: Body) -> str:
-        (q, _), (scale, _) = b.args[:2]
+        (q, _), (scale, sdtype) = b.args[:2]
+        scale = b.to_float(scale, sdtype)  # bf16 scales: their values, used in f32
         if fmt == "e4m3":
             w = b.op(f"arith.mulf {_e4m3(b, q)}, {scale} : f32")
             return b.from_float(w, act)

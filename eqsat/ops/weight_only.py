@@ -2,7 +2,8 @@
 
 A weight w[K, N] is stored as integers of `bits` bits (4: packed two per byte along K,
 so the tensor is i8[K / 2, N]; 8: i8[K, N]) and one f32 scale per group of `group`
-consecutive input channels per output column, s[K / group, N]; its value is
+consecutive input channels per output column, s[K / group, N] (stored in f32, or in
+bf16 with `sdtype=bf16`: rounded to bf16, then used in f32); its value is
 w[k, n] = q[k, n] * s[k // group, n] (symmetric, round to nearest even). The packing is
 hwsim's (hwsim/wq.py): the tensor the compiler holds is the bytes DRAM holds, so every
 byte count (cost model, DMA) is of packed bytes. With fmt=e4m3 (bits 8) the stored
@@ -14,7 +15,7 @@ bytes are FP8 E4M3 values of w / s (scale = max|w| / 448), not integers.
   group scales of w (scale = max|w| over the group / qmax, qmax = 7 or 127; 1 for an
   all-zero group). The pass computes them once as params; the backend folds them at
   compile time from known weights.
-- `matmul_wq(x, wq, s, group, bits, fmt, act)`: x @ dequantized weights, the weights
+- `matmul_wq(x, wq, s, group, bits, fmt, act)`: x @ dequantized weights (s f32 or bf16), the weights
   dequantized in x's dtype `act` (bf16 rounded when x is bf16), accumulated in f32.
 """
 
@@ -32,7 +33,9 @@ from hwsim.wq import FORMATS, WEIGHT_BITS, dequantize, pack_i4
 GROUP_ATTR = AttrSpec("group", AttrType.INT, 128, "input channels (rows of w) that share one scale")
 BITS_ATTR = AttrSpec("bits", AttrType.INT, 4, "weight width: 4 (int4, packed) or 8 (int8)")
 FMT_ATTR = AttrSpec("fmt", AttrType.STR, "int", "int (integers) or e4m3 (FP8 E4M3, bits 8)")
-_ATTRS = (GROUP_ATTR, BITS_ATTR, FMT_ATTR)
+SDTYPE_ATTR = AttrSpec("sdtype", AttrType.DTYPE, "f32", "dtype the group scales are stored in")
+_ATTRS = (GROUP_ATTR, BITS_ATTR, FMT_ATTR, SDTYPE_ATTR)
+SCALE_DTYPES = (DType.F32, DType.BF16)
 E4M3_MAX = 448.0
 
 
@@ -50,6 +53,8 @@ def _check_attrs(op: str, attrs: Attrs) -> tuple[int, int]:
         raise OpTypeError(f"'{op}': fmt must be int, or e4m3 with bits 8; got {fmt}, bits {bits}")
     if group < 2 or group % 2:
         raise OpTypeError(f"'{op}': group must be an even integer >= 2, got {group}")
+    if DType.parse(str(attrs.get("sdtype", "f32"))) not in SCALE_DTYPES:
+        raise OpTypeError(f"'{op}': sdtype must be f32 or bf16, got {attrs['sdtype']}")
     return group, bits
 
 
@@ -60,18 +65,26 @@ def _check_weight(op: str, w: TensorType, group: int) -> None:
         raise OpTypeError(f"'{op}': group={group} must divide K={w.shape[0]} of {w}")
 
 
-def group_scales(w: np.ndarray, group: int, bits: int, fmt: str = "int") -> np.ndarray:
-    """f32 [K / group, N]: max |w| of each group / qmax (1 where the group is all zero)."""
+def group_scales(
+    w: np.ndarray, group: int, bits: int, fmt: str = "int", sdtype: str = "f32"
+) -> np.ndarray:
+    """[K / group, N] in sdtype (f32, or bf16 rounded to nearest even, as GPTQ/AWQ
+    kernels store theirs): max |w| of each group / qmax (1 where the group is all zero)."""
     k, n = w.shape
     absmax = np.abs(w.astype(np.float32)).reshape(k // group, group, n).max(axis=1)
     s = absmax / np.float32(qmax(bits, fmt))
-    return np.where(s > 0, s, np.float32(1.0)).astype(np.float32)
+    s = s.astype(DType.parse(sdtype).np_dtype).astype(np.float32)
+    s = np.where(s > 0, s, np.float32(1.0))
+    return s.astype(DType.parse(sdtype).np_dtype)
 
 
-def quantize_weights(w: np.ndarray, group: int, bits: int, fmt: str = "int") -> np.ndarray:
+def quantize_weights(
+    w: np.ndarray, group: int, bits: int, fmt: str = "int", sdtype: str = "f32"
+) -> np.ndarray:
     """The i8 storage of w's integers (int4 packed two per byte along K), or of its
-    e4m3 values (round to nearest even, as ml_dtypes converts)."""
-    s = group_scales(w, group, bits, fmt)
+    e4m3 values (round to nearest even, as ml_dtypes converts), on the grid of the
+    scales as stored (sdtype)."""
+    s = group_scales(w, group, bits, fmt, sdtype).astype(np.float32)
     m = qmax(bits, fmt)
     scaled = np.clip(w.astype(np.float32) / np.repeat(s, group, axis=0), -m, m)
     if fmt == "e4m3":
@@ -104,6 +117,7 @@ register(
             GROUP_ATTR,
             AttrSpec("bits", AttrType.INT, 4, "weight width: 4, 8 (grouped int) or 16 (bf16)"),
             FMT_ATTR,
+            SDTYPE_ATTR,
             AttrSpec("act", AttrType.DTYPE, "f32", "dtype the product runs in (f32 or bf16)"),
         ),
         infer=_wobserve_infer,
@@ -129,7 +143,7 @@ register(
         attrs=_ATTRS,
         infer=_pack_infer,
         ref=lambda xs, attrs: quantize_weights(
-            xs[0], int(attrs["group"]), int(attrs["bits"]), str(attrs["fmt"])
+            xs[0], int(attrs["group"]), int(attrs["bits"]), str(attrs["fmt"]), _sdtype(attrs)
         ),
         flops=lambda ts, out, attrs: 3 * ts[0].numel,
         doc="w's integers round(w / s) on the group grid, as i8 (int4: packed two per "
@@ -144,7 +158,11 @@ def _scales_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     group, _ = _check_attrs("wq_scales", attrs)
     _check_weight("wq_scales", ts[0], group)
     k, n = ts[0].shape
-    return TensorType(DType.F32, (k // group, n))
+    return TensorType(DType.parse(_sdtype(attrs)), (k // group, n))
+
+
+def _sdtype(attrs: Attrs) -> str:
+    return str(DType.parse(str(attrs.get("sdtype", "f32"))).value)
 
 
 register(
@@ -155,13 +173,14 @@ register(
         attrs=_ATTRS,
         infer=_scales_infer,
         ref=lambda xs, attrs: group_scales(
-            xs[0], int(attrs["group"]), int(attrs["bits"]), str(attrs["fmt"])
+            xs[0], int(attrs["group"]), int(attrs["bits"]), str(attrs["fmt"]), _sdtype(attrs)
         ),
         flops=lambda ts, out, attrs: 2 * ts[0].numel,
-        doc="max |w| / qmax of each group of `group` rows per column, f32[K/group, N] "
-        "(qmax 7, 127 or 448 for e4m3; 1 for an all-zero group)",
+        doc="max |w| / qmax of each group of `group` rows per column, [K/group, N] in "
+        "sdtype (f32, or bf16 rounded to nearest even) (qmax 7, 127 or 448 for e4m3; 1 for "
+        "an all-zero group)",
         egg_shape="(ScaleFirst {w} 1 {group})",
-        egg_dtype="f32",
+        egg_dtype="{sdtype}",
     )
 )
 
@@ -172,9 +191,9 @@ def _matmul_wq_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     require_float("matmul_wq", x)
     if x.rank < 2:
         raise OpTypeError(f"'matmul_wq' needs x of rank >= 2, got {x}")
-    if wq.rank != 2 or wq.dtype is not DType.I8 or s.rank != 2 or s.dtype is not DType.F32:
+    if wq.rank != 2 or wq.dtype is not DType.I8 or s.rank != 2 or s.dtype not in SCALE_DTYPES:
         raise OpTypeError(
-            f"'matmul_wq' needs wq: i8[K*bits/8, N] and s: f32[K/group, N], got {wq}, {s}"
+            f"'matmul_wq' needs wq: i8[K*bits/8, N] and s: f32 or bf16 [K/group, N], got {wq}, {s}"
         )
     if x.dtype is not DType.parse(str(attrs["act"])):
         raise OpTypeError(f"'matmul_wq': act={attrs['act']} must be x's dtype, got {x}")
@@ -189,6 +208,7 @@ def _matmul_wq_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def _matmul_wq_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     x, wq, s = xs
+    s = np.asarray(s).astype(np.float32)  # bf16 scales: their values, used in f32
     w = dequantize(wq, s, int(attrs["bits"]), int(attrs["group"]), 0, str(attrs["fmt"]))
     if DType.parse(str(attrs["act"])) is DType.BF16:  # the weights dequantize into bf16
         w = w.astype(DType.BF16.np_dtype).astype(np.float32)
@@ -201,7 +221,9 @@ register(
         kind=OpKind.MATMUL,
         operands=("x", "wq", "s"),
         attrs=(
-            *_ATTRS,
+            GROUP_ATTR,
+            BITS_ATTR,
+            FMT_ATTR,
             AttrSpec("act", AttrType.DTYPE, "f32", "x's dtype, which the weights dequantize into"),
         ),
         infer=_matmul_wq_infer,

@@ -38,6 +38,7 @@ from eqsat.quant.passes import QuantPlan, _Seeds
 from hwsim.hardware import PRESET_DIR, PRESETS, Hardware
 
 DEFAULT_GROUP = 128
+DEFAULT_SCALE_DTYPE = "bf16"  # group scales as GPTQ/AWQ kernels store them (--group-scale-dtype)
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,12 @@ def plan_weight_only(
     act: str,
     fmt: str = "int",
     bits_of: Mapping[str, int] | None = None,
+    sdtype: str = "f32",
 ) -> QuantPlan:
     """Mark the weights, compute their quantized params and the e-graph seeds.
     `bits_of`: weights (param names) stored at other integer widths than `bits`
-    (`--weight-bits wk=8`: a projection whose own output needs more than int4 gives)."""
+    (`--weight-bits wk=8`: a projection whose own output needs more than int4 gives).
+    `sdtype`: the group scales' storage dtype (f32 or bf16)."""
     bits_of = dict(bits_of or {})
     live = graph.live()
     mms = [i for i in quantizable_weights(graph, params, group, bits) if live[i]]
@@ -126,7 +129,9 @@ def plan_weight_only(
 
     def attrs_of(w: int) -> dict:
         b = width(w)
-        return {"group": group if b != 16 else 1, "bits": b, "fmt": fmt, "act": act}
+        if b == 16:
+            return {"group": 1, "bits": b, "fmt": fmt, "act": act}
+        return {"group": group, "bits": b, "fmt": fmt, "sdtype": sdtype, "act": act}
 
     b = GraphBuilder(graph.name, graph.dims)
     b.graph.constants = dict(graph.constants)
@@ -144,7 +149,7 @@ def plan_weight_only(
         b.output(name, new[i])
     seeds = _WeightSeeds(graph)
     for w in weights:
-        seeds.weight(w, str(graph.nodes[w].attr("name")), width(w), group, fmt)
+        seeds.weight(w, str(graph.nodes[w].attr("name")), width(w), group, fmt, sdtype)
     names = [str(graph.nodes[w].attr("name")) for w in weights]
     return QuantPlan(b.graph, seeds.evaluate(params), seeds.egglog(), [], names)
 
@@ -158,13 +163,15 @@ class _WeightSeeds(_Seeds):
     def __init__(self, graph: Graph) -> None:
         super().__init__(graph, {str(n.attr("name")) for _, n in graph.inputs + graph.params})
 
-    def weight(self, w: int, wname: str, bits: int, group: int, fmt: str) -> None:
+    def weight(
+        self, w: int, wname: str, bits: int, group: int, fmt: str, sdtype: str = "f32"
+    ) -> None:
         node = self.graph.nodes[w]
         pw = self.b.leaf("param", wname, node.type)
         if bits == 16:
             self._pair(self.b.add("cast", (pw,), {"dtype": "bf16"}), f"{wname}.bf16")
             return
-        attrs = {"group": group, "bits": bits, "fmt": fmt}
+        attrs = {"group": group, "bits": bits, "fmt": fmt, "sdtype": sdtype}
         tag = "f8" if fmt == "e4m3" else f"w{bits}"
         self._pair(self.b.add("wq_pack", (pw,), attrs), f"{wname}.{tag}")
         self._pair(self.b.add("wq_scales", (pw,), attrs), f"{wname}.{tag}s")

@@ -37,19 +37,22 @@ def draw_weight_op(draw, op, first, space) -> OpCase:
     attrs["bits"] = draw(st.sampled_from(bits))
     if attrs["bits"] == 8 and draw(st.booleans()):
         attrs["fmt"] = "e4m3"
+    if attrs["bits"] != 16:
+        attrs["sdtype"] = draw(st.sampled_from(["f32", "bf16"]))
     if op.name == "wobserve":
         attrs["act"] = draw(st.sampled_from(["f32", "bf16"]))
     return OpCase(op.name, (w,), attrs)
 
 
 def draw_matmul_wq(draw, op, first, space) -> OpCase:
-    """x: f32/bf16 [..., M, K] (K even); wq: i8[K * bits / 8, N]; s: f32[K / group, N]."""
+    """x: f32/bf16 [..., M, K] (K even); wq: i8[K * bits / 8, N]; s: f32 or bf16
+    [K / group, N]."""
     x = _even_k(draw, op, first, space, (DType.F32, DType.BF16), 2)
     k, n = x.shape[-1], draw(space.sides())
     group = draw(st.sampled_from(_groups(k)))
     bits = draw(st.sampled_from([4, 8]))
     wq = TensorType(DType.I8, (k * bits // 8, n))
-    s = TensorType(DType.F32, (k // group, n))
+    s = TensorType(draw(st.sampled_from([DType.F32, DType.BF16])), (k // group, n))
     attrs = {"group": group, "bits": bits, "act": x.dtype.value}
     if bits == 8 and draw(st.booleans()):
         attrs["fmt"] = "e4m3"

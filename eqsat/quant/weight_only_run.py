@@ -11,7 +11,13 @@ import numpy as np
 from eqsat.flags import UsageError
 from eqsat.interpreter import random_bindings, random_inputs
 from eqsat.ir.graph import Graph
-from eqsat.quant.weight_only import DEFAULT_GROUP, SCHEMES, check_hardware, plan_weight_only
+from eqsat.quant.weight_only import (
+    DEFAULT_GROUP,
+    DEFAULT_SCALE_DTYPE,
+    SCHEMES,
+    check_hardware,
+    plan_weight_only,
+)
 from hwsim.hardware import load_hardware
 
 
@@ -24,7 +30,13 @@ def add_weight_only_flags(g) -> None:
         f"(default {DEFAULT_GROUP}, as GPTQ/AWQ kernels use; an even number dividing the "
         "weights' rows)",
     )
-
+    g.add_argument(
+        "--group-scale-dtype",
+        choices=("f32", "bf16"),
+        help="with --quantize w4a16/w8a16/fp8: the dtype the group scales are stored in "
+        f"(default {DEFAULT_SCALE_DTYPE}, as GPTQ/AWQ kernels store theirs in 16 bits; the "
+        "weights are quantized on the rounded scales' grid, the scales used in f32)",
+    )
     g.add_argument(
         "--weight-bits",
         action="append",
@@ -53,6 +65,8 @@ def check_weight_only_flags(args: argparse.Namespace) -> None:
         raise UsageError("--weight-bits applies to --quantize w4a16 or w8a16")
     if group is not None and quant not in ("w4a16", "w8a16", "fp8"):
         raise UsageError("--group-size applies to --quantize w4a16, w8a16 or fp8")
+    if getattr(args, "group_scale_dtype", None) and quant not in ("w4a16", "w8a16", "fp8"):
+        raise UsageError("--group-scale-dtype applies to --quantize w4a16, w8a16 or fp8")
     if group is not None and (group < 2 or group % 2):
         raise UsageError(f"--group-size must be an even integer >= 2, got {group}")
     if quant in SCHEMES and getattr(args, "calibrate", None):
@@ -88,14 +102,15 @@ def prepare_weight_only(
         values.update(params or {})
         eval_inputs = [random_inputs(graph, 0)]
     widths = weight_bits(args)
-    plan = plan_weight_only(graph, values, scheme.bits, group, act, scheme.fmt, widths)
+    sdtype = getattr(args, "group_scale_dtype", None) or DEFAULT_SCALE_DTYPE
+    plan = plan_weight_only(graph, values, scheme.bits, group, act, scheme.fmt, widths, sdtype)
     unknown = sorted(set(widths) - set(plan.layers))
     if unknown:
         raise UsageError(
             f"--weight-bits {', '.join(unknown)}: not the weight of a quantizable matmul of "
             f"{graph.name} (those are: {', '.join(plan.layers) or 'none'})"
         )
-    grouping = "" if scheme.bits == 16 else f", groups of {group}"
+    grouping = "" if scheme.bits == 16 else f", groups of {group} ({sdtype} scales)"
     kept = "".join(f", {name} int{b}" for name, b in sorted(widths.items()))
     described = f"weights only{grouping}{kept}; activations {act}"
     return QuantRun(plan, values, eval_inputs, described, scheme=scheme.name)
