@@ -1,5 +1,7 @@
 """Assembly: printer and parser round-trip; errors point at FILE:LINE:COL."""
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ from hwsim.isa import (
     Binary,
     Buffer,
     DramRef,
+    Fma,
     Kernel,
     Load,
     Matmul,
@@ -114,6 +117,16 @@ instrs = st.one_of(
         **deps(),
     ),
     st.builds(Binary, op=st.sampled_from(BINARY_OPS), dst=tiles(), a=tiles(), imm=imms, **deps()),
+    st.builds(
+        Fma,
+        dst=tiles(),
+        a=tiles(),
+        b=st.one_of(st.none(), tiles()),
+        c=tiles(),
+        bcast=st.sampled_from(BCASTS),
+        vector_queue=st.booleans(),
+        **deps(),
+    ).map(lambda i: i if i.b is not None else dataclasses.replace(i, imm=1.5, bcast="none")),
     st.builds(Reduce, op=st.sampled_from(REDUCE_OPS), dst=tiles(), src=tiles(), **deps()),
     st.builds(Transpose, dst=tiles(), src=tiles(), **deps()),
     st.builds(
