@@ -195,18 +195,22 @@ def emit_gemm(
     `gemv`: a matmul's GEMM (not a convolution's), whose products of one row of A run on
     the vector unit where hwsim.timing.gemv_on_vector says so (`gemv_step`), into the
     same accumulators. `vector_products`: they run there whatever the dtype (a split
-    product's vector share, hwsim/gemv_split.py); products of bf16 are summed in an
-    f32 tile."""
+    product's vector share, hwsim/gemv_split.py). Their products are summed in f32
+    partial sums kept across the k steps of an output tile (bf16 operands: exact
+    products, f32 sums, as the array accumulates)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     on_vector = vector_products or (gemv and timing.gemv_on_vector(kb.hw, g.dtype, g.m, tn, tk))
-    work = kb.alloc(tk, tn, "f32") if on_vector and g.dtype != "f32" else None
+    # GEMV steps sum into h rows of f32 partial sums per B operand, kept across the k
+    # steps of an output tile and folded into its accumulator row at the last one
+    h = timing.gemv_kernel_rows(kb.hw, g.n, g.k, tn, tk) if on_vector else 0
     a.alloc(kb, tm, tk)
     bs = (b, *more_b)
     for bl in bs:
         bl.alloc(kb, tk, tn)
     accs = [kb.alloc(tm, tn, g.acc_dtype, "acc") for _ in bs]
+    partials = [kb.alloc(h, tn, "f32") for _ in bs] if on_vector else []
     writer.alloc(kb, tm, tn, zero)
     pipe = Pipeline(kb, "g", writer.out_slots)
     writer.prologue(pipe)
@@ -255,13 +259,12 @@ def emit_gemm(
                         b_tiles = [t for _, t in readies]
                     mode = "overwrite" if k0 == 0 else "accumulate"
                     if on_vector:
-                        mms = [
-                            ins
-                            for acc_full, bt in zip(accs, b_tiles, strict=True)
-                            for ins in gemv_step(
-                                kb.hw, sub(acc_full, rm, rn), a_tile, bt, mode, work
-                            )
-                        ]
+                        mms = []
+                        for acc_full, bt, part in zip(accs, b_tiles, partials, strict=True):
+                            p = sub(part, h, rn)
+                            mms += gemv_products(p, a_tile, bt, k0 == 0)
+                            if k0 + tk >= g.k:
+                                mms += gemv_fold(p, sub(acc_full, rm, rn), "overwrite")
                     else:
                         mms = [
                             Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
@@ -277,40 +280,29 @@ def emit_gemm(
                 writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
 
 
-def gemv_step(
-    hw: Hardware, acc: Tile, a: Tile, b: Tile, mode: str, work: Tile | None = None
-) -> list[Instr]:
-    """acc[1, n] (=, or += with mode accumulate) a[1, k] @ b[k, n] on the vector unit,
-    priced by hwsim.timing.gemv_cycles: h = timing.gemv_rows rows of partial sums P
-    take b's first h rows times a's first h elements (a read as a column: its k
-    elements are contiguous either way), then each further block of h rows is
-    multiplied and added into P by one fused multiply-add; P's rows are summed by
-    halving in place, then the first row is moved or added into the accumulator. b is
-    the step's own loaded slot, free to overwrite (P is its first rows): the next load
-    into it waits for this compute. `work` (f32, at least k x n): P goes there instead
-    (bf16 operands: exact products, f32 sums, as the array accumulates)."""
-    k, n = b.rows, b.cols
-    h = timing.gemv_rows(hw, n, k)
-    blocks = timing.gemv_blocks(k, h)
-
-    def column(r0: int, rows: int) -> Tile:
-        return Tile(a.space, a.addr + r0 * a.itemsize, rows, 1, a.dtype, 1)
-
-    partial = offset_tile(b if work is None else work, 0, 0, blocks[0][1], n)
-    instrs: list[Instr] = [
-        Binary(
-            op="mul",
-            dst=partial,
-            a=offset_tile(b, 0, 0, blocks[0][1], n),
-            b=column(0, blocks[0][1]),
-            bcast="col",
-        )
-    ]
-    for r0, rows in blocks[1:]:
+def gemv_products(partial: Tile, a: Tile, b: Tile, init: bool) -> list[Instr]:
+    """partial[h, n] (=, or += unless `init`) the products of a[1, k] @ b[k, n] in
+    blocks of h rows (hwsim.timing.gemv_product_cycles): block j of b times a's
+    elements of those rows, read as a column (a's k elements are contiguous either
+    way), by a multiply (the first block of `init`) or a fused multiply-add."""
+    h, n = partial.rows, partial.cols
+    instrs: list[Instr] = []
+    for j, (r0, rows) in enumerate(timing.gemv_blocks(b.rows, h)):
         p = offset_tile(partial, 0, 0, rows, n)
         block = offset_tile(b, r0, 0, rows, n)
-        instrs.append(Fma(dst=p, a=block, b=column(r0, rows), bcast="col", c=p))
-    rows = blocks[0][1]
+        column = Tile(a.space, a.addr + r0 * a.itemsize, rows, 1, a.dtype, 1)
+        if j == 0 and init:
+            instrs.append(Binary(op="mul", dst=p, a=block, b=column, bcast="col"))
+        else:
+            instrs.append(Fma(dst=p, a=block, b=column, bcast="col", c=p))
+    return instrs
+
+
+def gemv_fold(partial: Tile, acc: Tile, mode: str) -> list[Instr]:
+    """acc[1, n] (=, or += with mode accumulate) the sum of partial's rows: halved in
+    place by adds, then the first row moved or added (hwsim.timing.gemv_fold_cycles)."""
+    rows, n = partial.rows, partial.cols
+    instrs: list[Instr] = []
     while rows > 1:
         half = rows // 2
         top = offset_tile(partial, 0, 0, half, n)
@@ -319,10 +311,18 @@ def gemv_step(
         rows -= half
     first = offset_tile(partial, 0, 0, 1, n)
     if mode == "overwrite":
-        instrs.append(Move(dst=acc, src=first))
-    else:
-        instrs.append(Binary(op="add", dst=acc, a=acc, b=first))
-    return instrs
+        return [*instrs, Move(dst=acc, src=first)]
+    return [*instrs, Binary(op="add", dst=acc, a=acc, b=first)]
+
+
+def gemv_step(hw: Hardware, acc: Tile, a: Tile, b: Tile, mode: str) -> list[Instr]:
+    """acc[1, n] (=, or += with mode accumulate) a[1, k] @ b[k, n] on the vector unit,
+    priced by hwsim.timing.gemv_cycles: the products into b's own first h rows
+    (h = timing.gemv_rows), then their fold. b is the step's own loaded f32 slot, free
+    to overwrite: the next load into it waits for this compute."""
+    h = timing.gemv_rows(hw, b.cols, b.rows)
+    partial = offset_tile(b, 0, 0, h, b.cols)
+    return gemv_products(partial, a, b, True) + gemv_fold(partial, acc, mode)
 
 
 def sram_need(

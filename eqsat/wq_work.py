@@ -55,9 +55,12 @@ def split_cost(hw: Hardware, work: KernelWork, plan: GemvSplit) -> KernelCost:
     """The split kernel's cost: its replayed cycles, each part's work and traffic."""
     mat = matmul_tiling_cost(hw, part_work(work, plan.n_matrix), plan.matrix_tile, replay=False)
     vec = matmul_tiling_cost(hw, part_work(work, plan.n_vector), plan.vector_tile, replay=False)
-    _, tn, tk = plan.vector_tile  # the vector part's products, step by step
-    steps = math.ceil(plan.n_vector / tn) * math.ceil(work.k / tk)
-    vec_products = steps * timing.gemv_cycles(hw, min(tn, plan.n_vector), min(tk, work.k))
+    _, tn, tk = plan.vector_tile  # the vector part's products, step by step, and folds
+    rn, rk = min(tn, plan.n_vector), min(tk, work.k)
+    h = timing.gemv_kernel_rows(hw, plan.n_vector, work.k, tn, tk)
+    tiles = math.ceil(plan.n_vector / tn)
+    vec_products = tiles * math.ceil(work.k / tk) * sum(timing.gemv_product_cycles(hw, rn, rk, h))
+    vec_products += tiles * sum(timing.gemv_fold_cycles(hw, rn, h))
     return KernelCost(
         cycles=plan.cycles,
         compute_cycles=max(mat.compute_cycles, vec.vector_cycles + vec_products),

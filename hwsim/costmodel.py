@@ -225,6 +225,13 @@ def matmul_tiling_cost(
         for sm, cm in tile_splits(w.m, tm)
         for sn, cn in tile_splits(w.n, tn)
     )
+    if gemv_kernel(hw, w, tile):  # each B operand's partial sums folded per output tile
+        h = timing.gemv_kernel_rows(hw, w.n, w.k, tn, tk)
+        move += w.gemms * sum(
+            cm * cn * sum(timing.gemv_fold_cycles(hw, sn, h))
+            for _, cm in tile_splits(w.m, tm)
+            for sn, cn in tile_splits(w.n, tn)
+        )
     out_tiles = w.batch * nm * nn
     epilogue = math.ceil(w.vector_ops / hw.vector_lanes) + (
         hw.issue_cycles * out_tiles if w.vector_ops else 0
@@ -297,9 +304,11 @@ def gemv_kernel(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]) -> bool
 
 def gemm_step_cycles(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]):
     """Cycles of one k step of the GEMM loop, (m, n, k) -> cycles, per B operand: the
-    array's matmul, or the vector unit's GEMV where gemv_kernel says so."""
+    array's matmul, or the vector unit's GEMV products where gemv_kernel says so (their
+    partial sums' fold, once per output tile: timing.gemv_fold_cycles)."""
     if gemv_kernel(hw, w, tile):
-        return lambda m, n, k: timing.gemv_cycles(hw, n, k)
+        h = timing.gemv_kernel_rows(hw, w.n, w.k, tile[1], tile[2])
+        return lambda m, n, k: sum(timing.gemv_product_cycles(hw, n, k, h))
     return lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)
 
 

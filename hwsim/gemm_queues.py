@@ -139,12 +139,13 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
     outputs = w.batch * w.m * w.n
     prog = QueueProgram()
     pipe = _Pipe(prog, queue=VECTOR if engine == "vector" else COMPUTE)
-    from .costmodel import gemm_step_cycles  # the array's or the vector unit's products
+    from .costmodel import gemm_step_cycles, gemv_kernel  # the array's or the vector unit's
 
     step = gemm_step_cycles(hw, w, tile)
-    if engine == "vector":
-        step = lambda m, n, k: timing.gemv_cycles(hw, n, k)  # noqa: E731
-    elif engine == "matrix":
+    # GEMV steps: products into h partial-sum rows, folded at an output tile's last k step
+    gemv = engine == "vector" or (not engine and gemv_kernel(hw, w, tile))
+    h = timing.gemv_kernel_rows(hw, w.n, w.k, tn, tk) if gemv else 0
+    if engine == "matrix":
         step = lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)  # noqa: E731
 
     def a_dmas(m0: int, rm: int, k0: int, rk: int) -> list[int]:
@@ -208,14 +209,19 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
                         dmas += b_dmas(k0, rk, n0, rn)
                     kgen = pipe.load("k", dmas)
                     turn = 0 if b_res else b_turn(rk, rn)
+                    last = k0 + tk >= w.k
                     if engine == "vector":  # each instruction: the array's moves
                         # take the vector unit between them (hwsim/gemv_split.py)
-                        parts = timing.gemv_instruction_cycles(hw, rn, rk) * w.gemms
+                        parts: list[int] = []
+                        for _ in range(w.gemms):
+                            parts += timing.gemv_product_cycles(hw, rn, rk, h)
+                            parts += timing.gemv_fold_cycles(hw, rn, h) if last else []
                         pipe.compute(turn + parts[0])
                         for c in parts[1:]:
                             pipe.compute(c)
                     else:
-                        pipe.compute(turn + w.gemms * step(rm, rn, rk))
+                        fold = sum(timing.gemv_fold_cycles(hw, rn, h)) if gemv and last else 0
+                        pipe.compute(turn + w.gemms * (step(rm, rn, rk) + fold))
                     pipe.release(kgen)
                 if agen is not None and n0 + tn >= w.n:
                     pipe.release(agen)

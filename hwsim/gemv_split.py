@@ -56,18 +56,18 @@ def part_work(w, n: int):
     )
 
 
-def sram_need(w, tile: tuple[int, int, int], on_vector: bool) -> int:
+def sram_need(hw: Hardware, w, tile: tuple[int, int, int], on_vector: bool) -> int:
     """SRAM of one part's slots, as backend/gemm.py allocates them: A and B (weights in
     x's dtype, plus their scale rows) double buffered, two output slots, and for the
-    vector unit's bf16 products the f32 tile they are summed in."""
+    vector unit's products the f32 partial sums (timing.gemv_kernel_rows rows)."""
     tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
     s = ITEMSIZE[w.dtype]
     groups = (w.b_group - 1 + tk - 1) // w.b_group + 1
     out_item = max(1, round(w.bytes_out / (w.m * w.n))) if w.bytes_out else 4
     need = 2 * tm * tk * s + 2 * (tk * tn * s + groups * tn * w.b_scale_bytes)
     need += 2 * tm * tn * out_item
-    if on_vector and w.dtype != "f32":
-        need += tk * tn * 4
+    if on_vector:
+        need += timing.gemv_kernel_rows(hw, w.n, w.k, tn, tk) * tn * 4
     return need + 4 * 64  # each tile starts on a 64-byte boundary
 
 
@@ -188,12 +188,14 @@ def _part_tiles(hw: Hardware, w, tks: list[int], on_vector: bool) -> list[tuple]
                 + timing.dma_cycles(hw, groups * rn * w.b_scale_bytes)
                 + timing.dma_cycles(hw, rk * ITEMSIZE[w.dtype])
             )
-            if on_vector:
-                compute = steps * timing.gemv_cycles(hw, rn, rk)
-                vector = timing.vector_cycles(hw, timing.gemv_rows(hw, rn, rk) * rn, "fma")
+            if on_vector:  # products each step, the partial sums folded per output tile
+                h = timing.gemv_kernel_rows(hw, w.n, w.k, tn, tk)
+                compute = steps * sum(timing.gemv_product_cycles(hw, rn, rk, h))
+                compute += math.ceil(w.n / rn) * sum(timing.gemv_fold_cycles(hw, rn, h))
+                vector = timing.vector_cycles(hw, h * rn, "fma")
             else:
                 compute = steps * timing.matmul_cycles(hw, w.dtype, 1, rn, rk)
                 vector = timing.vector_cycles(hw, rn, "move")
             tiles = math.ceil(w.n / rn)
-            out.append((tile, sram_need(w, tile, on_vector), dma, compute, tiles, vector))
+            out.append((tile, sram_need(hw, w, tile, on_vector), dma, compute, tiles, vector))
     return out

@@ -127,53 +127,62 @@ def matmul_cycles(hw: Hardware, dtype: str, m: int, n: int, k: int) -> int:
 
 
 def gemv_cycles(hw: Hardware, n: int, k: int) -> int:
-    """Cycles of a matrix-vector step x[1,k] @ B[k,n] on the vector unit, as the GEMM
-    loop emits it (backend/gemm.py gemv_step) with h = gemv_rows(hw, n, k) rows of
-    partial sums."""
-    return _gemv_cycles_at(hw, n, k, gemv_rows(hw, n, k))
+    """Cycles of a matrix-vector step x[1,k] @ B[k,n] on the vector unit that sums its
+    products into the accumulator row itself (backend/gemm.py gemv_step, attention's
+    one-query products): gemv_instruction_cycles."""
+    return sum(gemv_instruction_cycles(hw, n, k))
+
+
+def gemv_instruction_cycles(hw: Hardware, n: int, k: int) -> list[int]:
+    """The cycles of each instruction of a GEMV step (gemv_cycles), in order: its
+    products into h = gemv_rows(hw, n, k) partial-sum rows, then their fold."""
+    h = gemv_rows(hw, n, k)
+    return gemv_product_cycles(hw, n, k, h) + gemv_fold_cycles(hw, n, h)
 
 
 def gemv_blocks(k: int, h: int) -> list[tuple[int, int]]:
     """(first row, rows) of the blocks of B's k rows a GEMV step with h partial-sum
-    rows multiplies in: the first by a multiply, each further one by a fused
-    multiply-add into the partial sums (the last block may be shorter)."""
+    rows multiplies in, one instruction each (the last block may be shorter)."""
     return [(r, min(h, k - r)) for r in range(0, k, h)]
 
 
-def _gemv_cycles_at(hw: Hardware, n: int, k: int, h: int) -> int:
-    return sum(_gemv_instruction_cycles(hw, n, k, h))
+def gemv_product_cycles(hw: Hardware, n: int, k: int, h: int) -> list[int]:
+    """The products of x[1,k] @ B[k,n] into h rows of partial sums P: one instruction
+    per block of h rows of B, P = B[block] * x[block] (x read as a column), or fused
+    into what P holds, P += B[block] * x[block] (an fma; both one pass)."""
+    return [vector_cycles(hw, rows * n, "fma") for _, rows in gemv_blocks(k, h)]
 
 
-def gemv_instruction_cycles(hw: Hardware, n: int, k: int) -> list[int]:
-    """The cycles of each instruction of a GEMV step (gemv_cycles), in order."""
-    return _gemv_instruction_cycles(hw, n, k, gemv_rows(hw, n, k))
-
-
-def _gemv_instruction_cycles(hw: Hardware, n: int, k: int, h: int) -> list[int]:
-    """The step at h partial-sum rows: P = B[0:h] * x[0:h] (a column), then P += B's
-    next h rows * x's (one fma each), then a tree of in-place adds folding P's rows in
-    halves to one, then that row moved or added into the accumulator row."""
-    blocks = gemv_blocks(k, h)
-    out = [vector_cycles(hw, blocks[0][1] * n, "mul")]
-    out += [vector_cycles(hw, rows * n, "fma") for _, rows in blocks[1:]]
-    rows = blocks[0][1]
+def gemv_fold_cycles(hw: Hardware, n: int, h: int) -> list[int]:
+    """P's h rows summed into one by a tree of in-place adds (halves), then that row
+    moved or added into the accumulator row (one pass either way)."""
+    out, rows = [], h
     while rows > 1:
         half = rows // 2
         out.append(vector_cycles(hw, half * n, "add"))
         rows -= half
-    return [*out, vector_cycles(hw, n, "add")]  # a move (overwrite) costs the same
+    return [*out, vector_cycles(hw, n, "add")]
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def gemv_rows(hw: Hardware, n: int, k: int) -> int:
-    """The rows of partial sums (a power of two, at most k) that make a GEMV step
-    cheapest: few rows issue many short instructions, many rows a long final tree."""
-    best = (_gemv_cycles_at(hw, n, k, 1), 1)
-    h = 2
-    while h <= k:
-        best = min(best, (_gemv_cycles_at(hw, n, k, h), h))
+def gemv_rows(hw: Hardware, n: int, k: int, steps: int = 1) -> int:
+    """The partial-sum rows h (a power of two, at most k) that make `steps` GEMV steps
+    of n x k whose partial sums are folded once cheapest: few rows issue many short
+    instructions, many rows a long fold."""
+    best, h = None, 1
+    while h <= max(1, k):
+        cost = steps * sum(gemv_product_cycles(hw, n, k, h)) + sum(gemv_fold_cycles(hw, n, h))
+        if best is None or cost < best[0]:
+            best = (cost, h)
         h *= 2
-    return best[1]
+    return best[1]  # type: ignore[index]
+
+
+def gemv_kernel_rows(hw: Hardware, n: int, k: int, tn: int, tk: int) -> int:
+    """The partial-sum rows of a GEMM kernel's GEMV steps (n x k at tile tn x tk): its
+    partial sums stay on chip across the k steps of an output tile, folded once."""
+    tn, tk = min(tn, n), min(tk, k)
+    return gemv_rows(hw, tn, tk, math.ceil(k / tk))
 
 
 def gemv_on_vector(hw: Hardware, dtype: str, m: int, n: int, k: int) -> bool:

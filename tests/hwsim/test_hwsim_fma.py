@@ -137,44 +137,35 @@ def test_fma_verifier_and_assembly():
         assert message in (instr_problem(ins, {}) or ""), message
 
 
-@pytest.mark.parametrize(("k", "n", "dtype"), [(64, 48, "f32"), (200, 32, "bf16"), (3, 16, "f32")])
-def test_gemv_step_sums_with_fma_as_priced(k, n, dtype):
+@pytest.mark.parametrize(("k", "n"), [(64, 48), (200, 32), (3, 16)])
+def test_gemv_step_sums_with_fma_as_priced(k, n):
     """backend/gemm.py gemv_step (x[1,k] @ B[k,n] on the vector unit): a multiply, fused
     multiply-adds, a tree of adds and a move, exactly the instructions and cycles
     timing.gemv_cycles prices; the result is x @ B to f32 rounding."""
     rng = np.random.default_rng(k)
     x = rng.standard_normal((1, k)).astype(F32)
     w = rng.standard_normal((k, n)).astype(F32)
-    if dtype == "bf16":
-        import ml_dtypes
-
-        x, w = (v.astype(ml_dtypes.bfloat16) for v in (x, w))
-    xt, bt = Tile("sram", 0, 1, k, dtype), Tile("sram", 1024, k, n, dtype)
-    work = Tile("sram", 1024 + k * n * 4, k, n, "f32") if dtype == "bf16" else None
+    xt, bt = Tile("sram", 0, 1, k, "f32"), Tile("sram", 1024, k, n, "f32")
     acc = Tile("acc", 0, 1, n, "f32")
-    out = Tile("sram", 2 * 1024 + 2 * k * n * 4, 1, n, "f32")
-    step = gemv_step(EDGE, acc, xt, bt, "overwrite", work)
+    out = Tile("sram", 2048 + k * n * 4, 1, n, "f32")
+    step = gemv_step(EDGE, acc, xt, bt, "overwrite")
     h = timing.gemv_rows(EDGE, n, k)
     assert sum(isinstance(i, Fma) for i in step) == len(timing.gemv_blocks(k, h)) - 1
-    assert [timing.instruction_cost(EDGE, i)[1] for i in step] == timing.gemv_instruction_cycles(
-        EDGE, n, k
-    )
-    assert sum(timing.instruction_cost(EDGE, i)[1] for i in step) == timing.gemv_cycles(EDGE, n, k)
-    chain = [*step[:-1], step[-1]]
-    for i, ins in enumerate(chain):  # one after the other on the compute queue
-        waits = ("l", "l") if i == 0 else ()
-        chain[i] = type(ins)(**{**ins.__dict__, "wait": waits})
+    cycles = [timing.instruction_cost(EDGE, i)[1] for i in step]
+    assert cycles == timing.gemv_instruction_cycles(EDGE, n, k)
+    assert sum(cycles) == timing.gemv_cycles(EDGE, n, k)
+    first = type(step[0])(**{**step[0].__dict__, "wait": ("l", "l")})
+    last = type(step[-1])(**{**step[-1].__dict__, "signal": ("c",)})
     program = Program(
         (
-            Buffer("x", dtype, (1, k), "input"),
-            Buffer("w", dtype, (k, n), "input"),
+            Buffer("x", "f32", (1, k), "input"),
+            Buffer("w", "f32", (k, n), "input"),
             Buffer("y", "f32", (1, n), "output"),
         ),
         (
             Load(dst=xt, src=DramRef("x", 0, 1, k, k), signal=("l",)),
             Load(dst=bt, src=DramRef("w", 0, k, n, n), signal=("l",)),
-            *chain[:-1],
-            Move(**{**chain[-1].__dict__, "signal": ("c",)}),
+            *([first, *step[1:-1], last] if len(step) > 1 else [last]),
             Move(dst=out, src=acc, wait=("c",), signal=("m",)),
             Store(dst=DramRef("y", 0, 1, n, n), src=out, wait=("m",)),
         ),
