@@ -2,8 +2,8 @@
 
 `matmul_wq(x, wq, s)` is the GEMM loop of backend/gemm.py with x's rows (all leading
 dims flattened) as A and a B loader that brings each weight tile through the load-path
-dequantizer: an ordinary DMA of the tile's group scales (f32, one row per group the
-tile's rows touch), then one hwsim `loaddq` that moves the packed bytes from DRAM and
+dequantizer: an ordinary DMA of the tile's group scales (f32 or bf16, one row per group
+the tile's rows touch), then one hwsim `loaddq` that moves the packed bytes from DRAM and
 writes weight * scale into the B slot in x's dtype (f32 or bf16). The matrix unit (or
 the vector unit's GEMV for one f32 row, as for any matmul) then runs unchanged. A
 product of one row whose weights arrive faster than the array takes them (int4 on

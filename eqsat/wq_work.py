@@ -1,7 +1,7 @@
 """The cost model's view of a weight-only quantized product (`matmul_wq`): one GEMM of
 all rows of x ([..., M, K] flattened to M' = prod of the leading dims, as the backend
 runs it) against weights that DRAM holds packed (bits 4: two per byte) with their f32
-group scales; the backend dequantizes them on the way into SRAM (backend/weight_only.py).
+or bf16 group scales; the backend dequantizes them on the way into SRAM (backend/weight_only.py).
 A product of one row may split its columns between the array and the vector unit
 (`wq_split`)."""
 
