@@ -306,6 +306,7 @@ def test_fp8_needs_a_hardware_that_declares_it(tmp_path, capsys) -> None:
     # (more than once where the columns split between two units)
     x_reads, rest = divmod(d["dram_bytes_read"] - (512 * 1024 + 4 * 1024 * 2), 512 * 4)
     assert x_reads >= 1 and rest == 0
+    assert d["quantization"]["param_bytes"] == 512 * 1024 + 4 * 1024 * 2
     assert 25.0 < d["sqnr_db"]["y"] < 60.0  # quantized (not the f32 product kept)
 
 
