@@ -42,7 +42,12 @@ from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.quant.passes import QuantPlan
 from eqsat.quant.sensitivity import FakeQuant, fake_weight, predicted_sqnr
-from eqsat.quant.weight_only import DEFAULT_GROUP, _WeightSeeds, quantizable_weights
+from eqsat.quant.weight_only import (
+    DEFAULT_GROUP,
+    DEFAULT_SCALE_DTYPE,
+    _WeightSeeds,
+    quantizable_weights,
+)
 from eqsat.quant.weight_only import SCHEMES as WEIGHT_ONLY
 from hwsim.hardware import Hardware
 
@@ -321,12 +326,14 @@ def mixed_plan(
             group = 1 if scheme.bits == 16 else DEFAULT_GROUP
             if (w, p) not in marked:
                 attrs = {"group": group, "bits": scheme.bits, "fmt": scheme.fmt, "act": act}
+                if scheme.bits != 16:  # group scales stored as --quantize stores them
+                    attrs["sdtype"] = DEFAULT_SCALE_DTYPE
                 marked[w, p] = b.add("wobserve", (new[w],), attrs)
             inputs[1] = marked[w, p]
             if (w, p) not in seeded:
                 seeded.add((w, p))
                 wname = str(graph.nodes[w].attr("name"))
-                seeds.weight(w, wname, scheme.bits, group, scheme.fmt)
+                seeds.weight(w, wname, scheme.bits, group, scheme.fmt, DEFAULT_SCALE_DTYPE)
                 wo_layers.append(wname)
         new[i] = b.add(node.op, inputs, node.attr_dict, node.name)
     for name, i in graph.outputs:
@@ -490,7 +497,10 @@ def plan_auto(
                 plan = full
             else:
                 scheme = WEIGHT_ONLY[name]
-                plan = plan_weight_only(graph, params, scheme.bits, DEFAULT_GROUP, act, scheme.fmt)
+                plan = plan_weight_only(
+                    graph, params, scheme.bits, DEFAULT_GROUP, act, scheme.fmt,
+                    sdtype=DEFAULT_SCALE_DTYPE,
+                )  # fmt: skip
             cycles, sqnr = price(plan)
             candidate = Candidate(name, cycles, sqnr, guess)
         first = first or candidate

@@ -19,7 +19,7 @@ from eqsat.ir.graph import Graph
 from eqsat.ir.types import DType
 from eqsat.ops import REGISTRY
 from eqsat.quant.passes import QuantPlan
-from eqsat.quant.weight_only import DEFAULT_GROUP
+from eqsat.quant.weight_only import DEFAULT_GROUP, DEFAULT_SCALE_DTYPE
 from eqsat.quant.weight_only import SCHEMES as WEIGHT_ONLY
 from hwsim.wq import dequantize
 
@@ -52,8 +52,9 @@ def weight_only_weight(w: np.ndarray, precision: str) -> np.ndarray:
     w = np.asarray(w, dtype=np.float32)
     if scheme.bits == 16:
         return bf16_round(w)
-    stored = quantize_weights(w, DEFAULT_GROUP, scheme.bits, scheme.fmt)
-    scales = group_scales(w, DEFAULT_GROUP, scheme.bits, scheme.fmt)
+    stored = quantize_weights(w, DEFAULT_GROUP, scheme.bits, scheme.fmt, DEFAULT_SCALE_DTYPE)
+    scales = group_scales(w, DEFAULT_GROUP, scheme.bits, scheme.fmt, DEFAULT_SCALE_DTYPE)
+    scales = scales.astype(np.float32)
     return dequantize(stored, scales, scheme.bits, DEFAULT_GROUP, 0, scheme.fmt)
 
 
