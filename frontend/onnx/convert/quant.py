@@ -633,7 +633,7 @@ def _raw_f32(cx: Cx, x: Value) -> Value:
     """An int8/uint8 tensor's values in f32 (exact), from its i8 form."""
     x8, off = as_i8(cx, x)
     real = cx.emit("cast", [x8], {"dtype": "f32"}, F32)
-    return cx.emit("add", [real, _f32(off)]) if off else real
+    return cx.emit("add", [real, _f32(off)])  # 0 too: one form for qlinear-add to match
 
 
 def _span_is_scalar(cx: Cx, v: Value, other: Value) -> bool:
@@ -699,7 +699,7 @@ def qlinear_mul(cx: Cx) -> list[Value]:
     def centered(x: Value, z: int) -> Value:
         x8, off = as_i8(cx, x)
         wide = cx.emit("cast", [x8], {"dtype": "i32"}, I32)
-        return cx.emit("sub", [wide, _i32(z - off)], onnx_type=I32) if z != off else wide
+        return cx.emit("sub", [wide, _i32(z - off)], onnx_type=I32)  # one form, 0 too
 
     prod = cx.emit("mul", [centered(a, za), centered(b, zb)], onnx_type=I32)
     real = cx.emit("mul", [cx.emit("cast", [prod], {"dtype": "f32"}, F32), _f32(m)])
