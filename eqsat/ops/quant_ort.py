@@ -130,6 +130,13 @@ _fused_i8(
     _rounded(call("fma", _stored("x", "ox"), "rx", "p")),
 )
 
+# round(fma(k, rk, fma(y, ry, f))): QLinearAdd whose first operand is known (k: its values)
+_fused_i8(
+    "qlinear_add_first",
+    ("y", "oy", "ry", "f", "k", "rk"),
+    _rounded(call("fma", "k", "rk", call("fma", _stored("y", "oy"), "ry", "f"))),
+)
+
 
 def _centered(x: str, zero: str) -> object:
     return call("sub", call("cast", x, dtype="i32"), zero)

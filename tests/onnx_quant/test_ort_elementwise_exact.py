@@ -9,7 +9,8 @@ residual add of BERT's layer 2 changed 69% of the model's outputs by more than a
 - each op over the whole 256 x 256 grid of stored values equals ORT's output (ORT
   without graph optimizations: every node as written), for drawn scales and zero
   points, uint8 and int8, and with a scalar operand (ORT's other kernel path);
-- the import simulates to the same bits and optimizes into one elementwise kernel.
+- the import simulates to the same bits and optimizes into one elementwise kernel
+  (a tensor pair, a known first operand such as a bias).
 """
 
 from __future__ import annotations
@@ -176,13 +177,18 @@ def test_qlinear_ops_simulate_exactly_as_one_kernel_each(tmp_path) -> None:
     inits += [
         helper.make_tensor(n, u8, [], [v]) for n, v in (("za", 120), ("zb", 131), ("zc", 125))
     ]
+    k = np.random.default_rng(2).integers(0, 256, [32]).astype(np.uint8)  # a bias, first
+    inits.append(helper.make_tensor("k", u8, [32], k))
     ms = "com.microsoft"
     nodes = [
         helper.make_node(
             "QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["s"], domain=ms
         ),
         helper.make_node(
-            "QLinearMul", ["s", "sc", "zc", "b", "sb", "zb", "sm", "zc"], ["c"], domain=ms
+            "QLinearAdd", ["k", "sb", "zb", "s", "sc", "zc", "sc", "zc"], ["t"], domain=ms
+        ),
+        helper.make_node(
+            "QLinearMul", ["t", "sc", "zc", "b", "sb", "zb", "sm", "zc"], ["c"], domain=ms
         ),
     ]
     shape = [8, 32]
@@ -199,7 +205,8 @@ def test_qlinear_ops_simulate_exactly_as_one_kernel_each(tmp_path) -> None:
     optimized, _, _ = graph_for_target(build_parser().parse_args(flags), loaded.graph, bindings)
     live = optimized.live()
     ops = [n.op for i, n in optimized if live[i]]
-    assert ops.count("qlinear_add") == 1 and ops.count("qlinear_mul") == 1
+    for kernel in ("qlinear_add", "qlinear_add_first", "qlinear_mul"):
+        assert ops.count(kernel) == 1, (kernel, ops)
     assert "fma" not in ops and "quantize" not in ops
     hw = load_hardware("edge")
     compiled = compile_graph(optimized, hw)
