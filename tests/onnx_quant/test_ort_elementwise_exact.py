@@ -10,7 +10,7 @@ residual add of BERT's layer 2 changed 69% of the model's outputs by more than a
   without graph optimizations: every node as written), for drawn scales and zero
   points, uint8 and int8, and with a scalar operand (ORT's other kernel path);
 - the import simulates to the same bits and optimizes into one elementwise kernel
-  (a tensor pair, a known first operand such as a bias).
+  (a tensor pair; a bias, the known first operand, after a QLinearMatMul).
 """
 
 from __future__ import annotations
@@ -177,15 +177,23 @@ def test_qlinear_ops_simulate_exactly_as_one_kernel_each(tmp_path) -> None:
     inits += [
         helper.make_tensor(n, u8, [], [v]) for n, v in (("za", 120), ("zb", 131), ("zc", 125))
     ]
-    k = np.random.default_rng(2).integers(0, 256, [32]).astype(np.uint8)  # a bias, first
+    rng = np.random.default_rng(2)
+    k = rng.integers(0, 256, [32]).astype(np.uint8)  # a bias, the first operand
+    w = rng.integers(-127, 128, [32, 32]).astype(np.int8)
     inits.append(helper.make_tensor("k", u8, [32], k))
+    inits.append(helper.make_tensor("w", TensorProto.INT8, [32, 32], w.ravel()))
+    inits += [
+        helper.make_tensor("sw", f32, [], [0.01]),
+        helper.make_tensor("zw", TensorProto.INT8, [], [0]),
+    ]
     ms = "com.microsoft"
-    nodes = [
+    nodes = [  # BERT's linear as ORT's quantizer writes it, a residual add, a product
+        helper.make_node("QLinearMatMul", ["a", "sa", "za", "w", "sw", "zw", "sb", "zb"], ["y"]),
         helper.make_node(
-            "QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["s"], domain=ms
+            "QLinearAdd", ["k", "sa", "za", "y", "sb", "zb", "sc", "zc"], ["t0"], domain=ms
         ),
         helper.make_node(
-            "QLinearAdd", ["k", "sb", "zb", "s", "sc", "zc", "sc", "zc"], ["t"], domain=ms
+            "QLinearAdd", ["t0", "sc", "zc", "b", "sb", "zb", "sc", "zc"], ["t"], domain=ms
         ),
         helper.make_node(
             "QLinearMul", ["t", "sc", "zc", "b", "sb", "zb", "sm", "zc"], ["c"], domain=ms
@@ -205,7 +213,7 @@ def test_qlinear_ops_simulate_exactly_as_one_kernel_each(tmp_path) -> None:
     optimized, _, _ = graph_for_target(build_parser().parse_args(flags), loaded.graph, bindings)
     live = optimized.live()
     ops = [n.op for i, n in optimized if live[i]]
-    for kernel in ("qlinear_add", "qlinear_add_first", "qlinear_mul"):
+    for kernel in ("qmatmul_bias_dequant_quant", "qlinear_add_first", "qlinear_add", "qlinear_mul"):
         assert ops.count(kernel) == 1, (kernel, ops)
     assert "fma" not in ops and "quantize" not in ops
     hw = load_hardware("edge")
