@@ -133,7 +133,7 @@ _fused_i8(
 # round(fma(k, rk, fma(y, ry, f))): QLinearAdd whose first operand is known (k: its values)
 _fused_i8(
     "qlinear_add_first",
-    ("y", "oy", "ry", "f", "k", "rk"),
+    ("k", "rk", "y", "oy", "ry", "f"),
     _rounded(call("fma", "k", "rk", call("fma", _stored("y", "oy"), "ry", "f"))),
 )
 
