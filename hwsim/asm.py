@@ -41,6 +41,7 @@ from .isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -110,6 +111,7 @@ _OPTIONS = {
     "unary": (),
     "binary": ("bcast", "queue"),
     "select": (),
+    "fma": (),
     "reduce": (),
     "transpose": (),
     "requantize": ("mult", "shift", "zp", "round"),
@@ -309,6 +311,12 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         tile_or_imm = [(None, v) if isinstance(v, float) else (v, None) for v in (a, b)]
         (ta, ia), (tb, ib) = tile_or_imm
         return Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib, **deps)
+    if op == "fma":
+        kinds = "t" + "".join("n" if isinstance(v, float) else "t" for v, _ in srcs[1:])
+        kinds = kinds if len(srcs) == 3 else "ttt"
+        a, b, c = _want(at, srcs, kinds, "source", col)
+        (tb, ib), (tc, ic) = [(None, v) if isinstance(v, float) else (v, None) for v in (b, c)]
+        return Fma(dst=dst, a=a, b=tb, c=tc, imm_b=ib, imm_c=ic, **deps)
     (src,) = _want(at, srcs, "t", "source", col)
     if op == "reduce":
         return Reduce(op=sub, dst=dst, src=src, **deps)

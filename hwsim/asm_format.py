@@ -8,6 +8,7 @@ from .isa import (
     Binary,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -76,6 +77,10 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             a = ins.imm_a if ins.a is None else ins.a
             b = ins.imm_b if ins.b is None else ins.b
             return "select", [ins.dst], [ins.cond, a, b], {}
+        case Fma():
+            b = ins.imm_b if ins.b is None else ins.b
+            c = ins.imm_c if ins.c is None else ins.c
+            return "fma", [ins.dst], [ins.a, b, c], {}
         case Reduce():
             return f"reduce.{ins.op}", [ins.dst], [ins.src], {}
         case Transpose():

@@ -275,6 +275,20 @@ class Select(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Fma(Instr):
+    """dst = a * b + c rounded once (f32 fused multiply-add). a is a tile; b and c are
+    tiles or immediates; each tile is dst's shape, one row (1 x cols) or one column
+    (rows x 1) broadcast over dst."""
+
+    dst: Tile
+    a: Tile
+    b: Tile | None = None
+    c: Tile | None = None
+    imm_b: float | None = None
+    imm_c: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Reduce(Instr):
     """dst[rows x 1] = op over each row of src."""
 
@@ -331,6 +345,7 @@ INSTRS: tuple[type[Instr], ...] = (
     Unary,
     Binary,
     Select,
+    Fma,
     Reduce,
     Transpose,
     Requantize,
@@ -367,6 +382,8 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return (ins.a,) if ins.b is None else (ins.a, ins.b)
     if isinstance(ins, Select):
         return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
+    if isinstance(ins, Fma):
+        return tuple(t for t in (ins.a, ins.b, ins.c) if t is not None)
     if isinstance(ins, Gather):
         return (ins.index,)
     if isinstance(ins, LoadDq):

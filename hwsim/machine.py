@@ -16,6 +16,7 @@ from .dtypes import INT_RANGE, is_float, to_value
 from .isa import (
     Binary,
     Custom,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -67,6 +68,7 @@ class Machine:
             Unary: self._unary,
             Binary: self._binary,
             Select: self._select,
+            Fma: self._fma,
             Reduce: self._reduce,
             Transpose: self._transpose,
             Requantize: self._requantize,
@@ -161,6 +163,13 @@ class Machine:
         shape = (ins.dst.rows, ins.dst.cols)
         out = semantics.select(cond, a, b, not is_float(kind), shape)  # type: ignore[arg-type]
         self._put(ins.dst, out, q, seq, clock)
+
+    def _fma(self, ins: Fma, q: int, seq: int, clock: Clock) -> None:
+        a = self._get(ins.a, q, seq, clock)
+        b = ins.imm_b if ins.b is None else self._get(ins.b, q, seq, clock)
+        c = ins.imm_c if ins.c is None else self._get(ins.c, q, seq, clock)
+        out = np.broadcast_to(semantics.fma(a, b, c), (ins.dst.rows, ins.dst.cols))
+        self._put(ins.dst, np.ascontiguousarray(out), q, seq, clock)
 
     def _reduce(self, ins: Reduce, q: int, seq: int, clock: Clock) -> None:
         x = self._get(ins.src, q, seq, clock)

@@ -72,6 +72,8 @@ def binary(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
 
 # dst = a where cond != 0 else b: values are picked, never computed on (exact for inf/nan)
 select = vecmath.select
+# dst = a * b + c rounded once (f32)
+fma = vecmath.fma
 
 
 def reduce_rows(op: str, x: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from .hardware import Hardware
 from .isa import (
     Binary,
     Custom,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -83,6 +84,7 @@ OP_PASSES: dict[str, int] = {
     "or": 1,
     "xor": 1,
     "select": 1,
+    "fma": 1,  # one rounding, one pass: the multiply-add units
     "log": 4,
     "sin": 4,
     "cos": 4,
@@ -203,5 +205,11 @@ def vector_op(ins: Instr) -> str:
     """The OP_PASSES entry that prices a vector-unit instruction."""
     if isinstance(ins, Unary | Binary | Reduce):
         return ins.op
-    kinds = {Move: "move", Transpose: "transpose", Requantize: "requantize", Select: "select"}
+    kinds = {
+        Move: "move",
+        Transpose: "transpose",
+        Requantize: "requantize",
+        Select: "select",
+        Fma: "fma",
+    }
     return kinds[type(ins)]

@@ -25,6 +25,7 @@ from .isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -220,6 +221,22 @@ def _select(ins: Select) -> str | None:
     return None
 
 
+def _fma(ins: Fma) -> str | None:
+    if (ins.b is None) == (ins.imm_b is None) or (ins.c is None) == (ins.imm_c is None):
+        return "fma takes a tile or an immediate for each of b and c"
+    tiles = [t for t in (ins.a, ins.b, ins.c, ins.dst) if t is not None]
+    if any(t.dtype != "f32" for t in tiles):
+        return "fma computes in f32: " + ", ".join(t.dtype for t in tiles)
+    fits = {_shape(ins.dst), (1, ins.dst.cols), (ins.dst.rows, 1)}
+    for t in tiles[:-1]:
+        if _shape(t) not in fits:
+            return (
+                f"fma operand {t.rows}x{t.cols} is neither {ins.dst.rows}x{ins.dst.cols}, "
+                f"a row nor a column of it"
+            )
+    return None
+
+
 def _requantize(ins: Requantize) -> str | None:
     if ins.src.dtype != "i32" or ins.dst.dtype not in ("i8", "i32"):
         return f"requantize maps i32 to i8 or i32, not {ins.src.dtype} to {ins.dst.dtype}"
@@ -295,6 +312,8 @@ def instr_problem(ins: Instr, buffers: dict[str, Buffer]) -> str | None:
             return _binary(ins)
         case Select():
             return _select(ins)
+        case Fma():
+            return _fma(ins)
         case Reduce():
             if ins.op not in REDUCE_OPS:
                 return f"unknown reduction '{ins.op}'"

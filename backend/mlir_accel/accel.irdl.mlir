@@ -245,6 +245,21 @@ irdl.dialect @accel {
     irdl.attributes {"op" = %op16, "dst" = %tile17, "a" = %tile18, "b" = %tile_or_imm21, "bcast" = %bcast25, "queue" = %queue30, "wait" = %tokens26, "signal" = %tokens27}
   }
 
+  // fma: dst = a * b + c rounded once (f32); b and c are tiles or immediates.
+  irdl.operation @fma {
+    %tile1 = irdl.base @accel::@tile
+    %tile2 = irdl.base @accel::@tile
+    %tile3 = irdl.base @accel::@tile
+    %imm4 = irdl.base "#builtin.float"
+    %tile_or_imm5 = irdl.any_of(%tile3, %imm4)
+    %tile6 = irdl.base @accel::@tile
+    %imm7 = irdl.base "#builtin.float"
+    %tile_or_imm8 = irdl.any_of(%tile6, %imm7)
+    %tokens9 = irdl.base "#builtin.array"
+    %tokens10 = irdl.base "#builtin.array"
+    irdl.attributes {"dst" = %tile1, "a" = %tile2, "b" = %tile_or_imm5, "c" = %tile_or_imm8, "wait" = %tokens9, "signal" = %tokens10}
+  }
+
   // select: dst = a where cond != 0 else b; a and b are tiles or immediates.
   irdl.operation @select {
     %tile1 = irdl.base @accel::@tile

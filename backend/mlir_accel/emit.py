@@ -30,6 +30,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -60,6 +61,7 @@ OPS_OF_INSTR: dict[type[Instr], tuple[str, ...]] = {
     Unary: ("unary", "unary_imm"),
     Binary: ("binary",),
     Select: ("select",),
+    Fma: ("fma",),
     Reduce: ("reduce",),
     Transpose: ("transpose",),
     Requantize: ("requantize",),
@@ -172,6 +174,13 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
             attrs = [("dst", tile_attr(ins.dst)), ("cond", tile_attr(ins.cond))]
             a, b = _tile_or_imm(ins.a, ins.imm_a), _tile_or_imm(ins.b, ins.imm_b)
             return "select", None, [*attrs, ("a", a), ("b", b)]
+        case Fma():
+            b, c = _tile_or_imm(ins.b, ins.imm_b), _tile_or_imm(ins.c, ins.imm_c)
+            return (
+                "fma",
+                None,
+                [("dst", tile_attr(ins.dst)), ("a", tile_attr(ins.a)), ("b", b), ("c", c)],
+            )
         case Reduce():
             attrs = [("op", mlir_string(ins.op)), ("dst", tile_attr(ins.dst))]
             return "reduce", None, [*attrs, ("src", tile_attr(ins.src))]

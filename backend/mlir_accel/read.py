@@ -17,6 +17,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -128,6 +129,10 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             (ta, ia), (tb, ib) = _tile_or_imm(a["a"]), _tile_or_imm(a["b"])
             dst, cond = _tile(a["dst"]), _tile(a["cond"])
             return Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib, **deps)
+        case "fma":
+            (tb, ib), (tc, ic) = _tile_or_imm(a["b"]), _tile_or_imm(a["c"])
+            dst, src = _tile(a["dst"]), _tile(a["a"])
+            return Fma(dst=dst, a=src, b=tb, c=tc, imm_b=ib, imm_c=ic, **deps)
         case "reduce":
             return Reduce(op=_str(a["op"]), dst=_tile(a["dst"]), src=_tile(a["src"]), **deps)
         case "transpose":

@@ -94,3 +94,79 @@ def _elementwise(name: str, body) -> None:
 
 _elementwise("dequantize_add_quantize", _requantized("add"))
 _elementwise("dequantize_mul_quantize", _requantized("mul"))
+
+
+# ------------------------------------------- ONNX Runtime's QLinearAdd / QLinearMul
+# Their kernels' own f32 arithmetic (frontend/onnx/convert/quant.py), one elementwise
+# kernel each, i8 forms in and out (stored value = i8 form + offset). The scalars are
+# operands (constants of shape [], immediates of the kernel).
+
+_ZP = (AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result (-offset)"),)
+
+
+def _stored(x: str, offset: str) -> object:
+    """The stored value of an 8-bit operand in f32: its i8 form plus the offset."""
+    return call("add", call("cast", x, dtype="f32"), offset)
+
+
+def _rounded(real) -> object:
+    return call("quantize", real, scale=1.0, zero_point=AttrRef("zero_point"), dtype="i8")
+
+
+def _fused_i8(name: str, operands: tuple[str, ...], body) -> None:
+    register(replace(_make(name, operands, body, _ZP), egg_dtype="i8"))
+
+
+# round(fma(x, rx, fma(y, ry, f))) on stored values: QLinearAdd of two tensors
+_fused_i8(
+    "qlinear_add",
+    ("x", "y", "ox", "rx", "oy", "ry", "f"),
+    _rounded(call("fma", _stored("x", "ox"), "rx", call("fma", _stored("y", "oy"), "ry", "f"))),
+)
+# round(fma(x, rx, p)): QLinearAdd of a tensor and a scalar (p: the scalar's part)
+_fused_i8(
+    "qlinear_add_scalar",
+    ("x", "ox", "rx", "p"),
+    _rounded(call("fma", _stored("x", "ox"), "rx", "p")),
+)
+
+# round(fma(k, rk, fma(y, ry, f))): QLinearAdd whose first operand is known (k: its values)
+_fused_i8(
+    "qlinear_add_first",
+    ("k", "rk", "y", "oy", "ry", "f"),
+    _rounded(call("fma", "k", "rk", call("fma", _stored("y", "oy"), "ry", "f"))),
+)
+
+
+def _centered(x: str, zero: str) -> object:
+    return call("sub", call("cast", x, dtype="i32"), zero)
+
+
+# round(f32((x - zx) * (y - zy)) * m + zc): QLinearMul
+_fused_i8(
+    "qlinear_mul",
+    ("x", "y", "zx", "zy", "m", "zc"),
+    _rounded(
+        call(
+            "add",
+            call(
+                "mul",
+                call("cast", call("mul", _centered("x", "zx"), _centered("y", "zy")), dtype="f32"),
+                "m",
+            ),
+            "zc",
+        )
+    ),
+)
+# the same with (y - zy) known: an i32 constant k
+_fused_i8(
+    "qlinear_mul_const",
+    ("x", "zx", "k", "m", "zc"),
+    _rounded(
+        call(
+            "add",
+            call("mul", call("cast", call("mul", _centered("x", "zx"), "k"), dtype="f32"), "m"),
+            "zc",
+        )
+    ),
+)

@@ -208,6 +208,13 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
         if OP_GENERATORS[node.op] in (BINARY, MATMUL) and all(f is not None for f in fixed):
             # Both operands already typed (mul(x, sigmoid(x))): nothing left to draw.
             case = OpCase(node.op, tuple(fixed))
+        elif node.op == "fma" and fixed[2] is not None:
+            # the addend is a call below (a chain of fmas): the factors not typed yet take
+            # its shape, the second one its shape or a scalar
+            c = fixed[2]
+            a = fixed[0] or TensorType(c.dtype, c.shape)
+            b = fixed[1] or TensorType(c.dtype, draw(st.sampled_from([(), c.shape])))
+            case = OpCase(node.op, (a, b, c))
         else:
             case = OP_GENERATORS[node.op].draw(draw, sub, fixed[0], space)
         in_types = list(case.in_types[::-1] if swap else case.in_types)

@@ -80,12 +80,21 @@ def _draw_where(draw, op: OpDef, first, space: Space) -> OpCase:
     return OpCase(op.name, (cond, TensorType(dtype, a_shape), TensorType(dtype, b_shape)))
 
 
+def _draw_fma(draw, op: OpDef, first, space: Space) -> OpCase:
+    """a (f32) first; b broadcasts with a, c with both."""
+    a = first_operand(draw, op, first, space, (DType.F32,))
+    b_shape = broadcast_partner(draw, a.shape, space)
+    c_shape = broadcast_partner(draw, broadcast_shapes(a.shape, b_shape), space)
+    return OpCase(op.name, (a, TensorType(DType.F32, b_shape), TensorType(DType.F32, c_shape)))
+
+
 UNARY = Family(accepts_dtype, _draw_unary)
 BINARY = Family(accepts_dtype, _draw_binary)
 GELU = Family(accepts_dtype, _draw_gelu)
 CLIP = Family(lambda op, t: True, _draw_clip)
 HARD_SIGMOID = Family(accepts_dtype, _draw_hard_sigmoid)
 WHERE = Family(lambda op, t: t.dtype is DType.I8, _draw_where)
+FMA = Family(lambda op, t: t.dtype is DType.F32, _draw_fma)
 
 FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
     UNARY: (
@@ -116,6 +125,7 @@ FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
     CLIP: ("clip",),
     HARD_SIGMOID: ("hard_sigmoid",),
     WHERE: ("where",),
+    FMA: ("fma",),
 }
 
 MASK_GENERATORS: dict[str, Family] = {

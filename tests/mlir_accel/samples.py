@@ -8,6 +8,7 @@ from hwsim.isa import (
     Buffer,
     Custom,
     DramRef,
+    Fma,
     Gather,
     Instr,
     Kernel,
@@ -51,6 +52,10 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
     Select: (
         Select(dst=A, cond=Q, a=A, b=B, **DEPS),
         Select(dst=A, cond=Q, imm_a=float("inf"), imm_b=-0.0, **DEPS),
+    ),
+    Fma: (
+        Fma(dst=A, a=A, b=ROW, c=A, **DEPS),
+        Fma(dst=A, a=A, imm_b=0.25, imm_c=-3.5, **DEPS),
     ),
     Reduce: (Reduce(op="max", dst=COL, src=A, **DEPS),),
     Transpose: (Transpose(dst=B, src=B, **DEPS),),
