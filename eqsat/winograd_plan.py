@@ -28,6 +28,7 @@ tile and an add or sub (every row of B^T and A^T has a +1 term).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -90,6 +91,12 @@ class OutputPlan:
     @property
     def tw(self) -> int:
         return tiles((self.ho, self.wo), self.m)[1]
+
+
+class Instrs(list):
+    """A kernel's instructions and the SRAM bytes its tiles span (`sram`)."""
+
+    sram = 0
 
 
 class _Alloc:
@@ -166,25 +173,17 @@ def _step(
 
 
 def _with(ins: Instr, wait: tuple, signal: tuple) -> Instr:
-    import dataclasses
-
+    if not wait and not signal:
+        return ins
     return dataclasses.replace(ins, wait=(*ins.wait, *wait), signal=(*ins.signal, *signal))
 
 
 # ---------------------------------------------------------------- input transform
 
 
-def input_tiles(p: InputPlan) -> int:
-    """SRAM bytes of an input plan: two image slots, the row pass, two V slots, scratch."""
-    rows = p.m * p.nb + 2
-    image = rows * p.wp * p.cb
-    zrow = p.a * p.nb * p.wp * p.cb
-    v = p.a * p.a * p.nb * p.tw * p.cb
-    tmp = p.nb * p.wp * p.cb
-    return ISZ * (2 * image + zrow + 2 * v + tmp) + 8 * ALIGN
-
-
-def input_instrs(p: InputPlan, src: str, dst: str, tag: str = "wi") -> list[Instr]:
+def input_instrs(
+    p: InputPlan, src: str, dst: str, tag: str = "wi", limit: int | None = None
+) -> Instrs:
     """The input transform's loop: src the padded NHWC image [N, Hp, Wp, C], dst V
     [a*a, N*th*tw, C] (DRAM buffers addressed from element 0)."""
     al = _Alloc(None)  # type: ignore[arg-type]
@@ -197,7 +196,10 @@ def input_instrs(p: InputPlan, src: str, dst: str, tag: str = "wi") -> list[Inst
     bt = _rows(BT[m])
     t_total = p.n * p.th * tw
     tok = _Tokens(tag)
-    out: list[Instr] = []
+    out = Instrs()
+    out.sram = al.top
+    if limit is not None and al.top > limit:  # does not fit: no instructions
+        return out
     g = 0
     for n in range(p.n):
         for ty0 in range(0, p.th, p.nb):
@@ -241,25 +243,6 @@ def input_instrs(p: InputPlan, src: str, dst: str, tag: str = "wi") -> list[Inst
 # ---------------------------------------------------------------- output transform
 
 
-def output_tiles(p: OutputPlan) -> int:
-    a, m, ob = p.a, p.m, p.ob
-    blk = p.nb * p.tw * ob
-    q = ob * p.nb * m * p.tw * m
-    return (
-        ISZ
-        * (
-            2 * a * a * blk  # product slots
-            + a * m * blk  # column pass
-            + m * m * blk  # pixel-major rows
-            + blk  # scratch
-            + 2 * q  # NCHW slots
-            + (2 * q if p.residual else 0)
-            + (p.o if p.bias else 0)
-        )
-        + 10 * ALIGN
-    )
-
-
 def output_instrs(
     p: OutputPlan,
     src: str,
@@ -267,7 +250,8 @@ def output_instrs(
     bias: str | None = None,
     residual: str | None = None,
     tag: str = "wo",
-) -> list[Instr]:
+    limit: int | None = None,
+) -> Instrs:
     """The output transform's loop: src the product [a*a, N*th*tw, O], dst y
     [N, O, HO, WO] row-major, `bias` O values, `residual` [N, O, HO, WO] row-major."""
     al = _Alloc(None)  # type: ignore[arg-type]
@@ -283,7 +267,10 @@ def output_instrs(
     bt = al(p.o, 1) if p.bias else None
     at = _rows(AT[m])
     t_total = p.n * th * tw
-    out: list[Instr] = []
+    out = Instrs()
+    out.sram = al.top
+    if limit is not None and al.top > limit:  # does not fit: no instructions
+        return out
     if bt is not None or rs:  # prologue: the bias; zeros in the residual slots
         pro: list[Instr] = []
         if bt is not None:
@@ -437,20 +424,20 @@ def _channel_blocks(c: int) -> list[int]:
 def input_plan(
     hw: Hardware, n: int, c: int, m: int, ho: int, wo: int
 ) -> tuple[InputPlan, int] | None:
-    """The fastest input plan that fits SRAM and its cycles (None: none fits)."""
+    """The fastest input plan that fits SRAM and its cycles (None: none fits): per
+    channel block, the most tile rows per step that fit."""
     th, tw = tiles((ho, wo), m)
     best = None
     for cb in _channel_blocks(c):
-        for nb in _blocks(th):
+        for nb in reversed(_blocks(th)):  # the most tile rows that fit
             p = InputPlan(n, c, m, th, tw, nb, cb)
-            if input_tiles(p) > 2 * hw.sram_bytes:  # a quick bound before generating
-                continue
-            instrs = input_instrs(p, "x", "v")
-            if sram_end(instrs) > hw.sram_bytes:
+            instrs = input_instrs(p, "x", "v", limit=hw.sram_bytes)
+            if instrs.sram > hw.sram_bytes:
                 continue
             cycles = _price(hw, instrs)
             if best is None or cycles < best[1]:
                 best = (p, cycles)
+            break
     return best
 
 
@@ -461,18 +448,16 @@ def output_plan(
     th, _ = tiles((ho, wo), m)
     best = None
     for ob in _channel_blocks(o):
-        for nb in _blocks(th):
+        for nb in reversed(_blocks(th)):  # the most tile rows that fit
             p = OutputPlan(n, o, m, ho, wo, nb, ob, *epilogue)
-            if output_tiles(p) > 2 * hw.sram_bytes:  # a quick bound before generating
-                continue
-            instrs = output_instrs(
-                p, "t", "y", "b" if p.bias else None, "r" if p.residual else None
-            )
-            if sram_end(instrs) > hw.sram_bytes:
+            bias, res = "b" if p.bias else None, "r" if p.residual else None
+            instrs = output_instrs(p, "t", "y", bias, res, limit=hw.sram_bytes)
+            if instrs.sram > hw.sram_bytes:
                 continue
             cycles = _price(hw, instrs)
             if best is None or cycles < best[1]:
                 best = (p, cycles)
+            break
     return best
 
 
