@@ -94,9 +94,11 @@ class OutputPlan:
 
 
 class Instrs(list):
-    """A kernel's instructions and the SRAM bytes its tiles span (`sram`)."""
+    """A kernel's instructions, the SRAM bytes its tiles span (`sram`) and where each
+    step of its loop starts (`steps`, as far as generated)."""
 
     sram = 0
+    steps: list[int]
 
 
 class _Alloc:
@@ -182,7 +184,12 @@ def _with(ins: Instr, wait: tuple, signal: tuple) -> Instr:
 
 
 def input_instrs(
-    p: InputPlan, src: str, dst: str, tag: str = "wi", limit: int | None = None
+    p: InputPlan,
+    src: str,
+    dst: str,
+    tag: str = "wi",
+    limit: int | None = None,
+    max_steps: int | None = None,
 ) -> Instrs:
     """The input transform's loop: src the padded NHWC image [N, Hp, Wp, C], dst V
     [a*a, N*th*tw, C] (DRAM buffers addressed from element 0)."""
@@ -197,7 +204,7 @@ def input_instrs(
     t_total = p.n * p.th * tw
     tok = _Tokens(tag)
     out = Instrs()
-    out.sram = al.top
+    out.sram, out.steps = al.top, []
     if limit is not None and al.top > limit:  # does not fit: no instructions
         return out
     g = 0
@@ -235,8 +242,11 @@ def input_instrs(
                     )
                     for k in range(a * a)
                 ]
+                out.steps.append(len(out))
                 out += _step(tok, g, [load], comp, stores)
                 g += 1
+                if g == max_steps:
+                    return out
     return out
 
 
@@ -251,6 +261,7 @@ def output_instrs(
     residual: str | None = None,
     tag: str = "wo",
     limit: int | None = None,
+    max_steps: int | None = None,
 ) -> Instrs:
     """The output transform's loop: src the product [a*a, N*th*tw, O], dst y
     [N, O, HO, WO] row-major, `bias` O values, `residual` [N, O, HO, WO] row-major."""
@@ -268,7 +279,7 @@ def output_instrs(
     at = _rows(AT[m])
     t_total = p.n * th * tw
     out = Instrs()
-    out.sram = al.top
+    out.sram, out.steps = al.top, []
     if limit is not None and al.top > limit:  # does not fit: no instructions
         return out
     if bt is not None or rs:  # prologue: the bias; zeros in the residual slots
@@ -378,8 +389,11 @@ def output_instrs(
                         )
                         for h in range(hv)
                     ]
+                out.steps.append(len(out))
                 out += _step(tok, g, loads + hw_rows, comp, stores)
                 g += 1
+                if g == max_steps:
+                    return out
     return out
 
 
@@ -420,45 +434,76 @@ def _channel_blocks(c: int) -> list[int]:
     return out
 
 
+RANK_STEPS = 6  # steps of a candidate plan replayed to rank it
+
+
+def _rank(hw: Hardware, instrs: Instrs, steps: int) -> float:
+    """A candidate's cycles estimated from its first steps (the loop's steps alike)."""
+    from hwsim.gemm_queues import run_queues
+    from hwsim.gemv_split import queue_program
+
+    done = len(instrs.steps)
+    return run_queues(hw, queue_program(hw, instrs)) * steps / max(1, done)
+
+
 @functools.cache
 def input_plan(
     hw: Hardware, n: int, c: int, m: int, ho: int, wo: int
 ) -> tuple[InputPlan, int] | None:
-    """The fastest input plan that fits SRAM and its cycles (None: none fits): per
-    channel block, the most tile rows per step that fit."""
+    """The input plan that fits SRAM and runs fastest, with its cycles (None: none
+    fits). Candidates: per channel block, the most tile rows per step that fit, ranked
+    by their first steps; the chosen one is priced whole."""
     th, tw = tiles((ho, wo), m)
     best = None
     for cb in _channel_blocks(c):
         for nb in reversed(_blocks(th)):  # the most tile rows that fit
             p = InputPlan(n, c, m, th, tw, nb, cb)
-            instrs = input_instrs(p, "x", "v", limit=hw.sram_bytes)
+            instrs = input_instrs(p, "x", "v", limit=hw.sram_bytes, max_steps=RANK_STEPS)
             if instrs.sram > hw.sram_bytes:
                 continue
-            cycles = _price(hw, instrs)
-            if best is None or cycles < best[1]:
-                best = (p, cycles)
+            steps = n * -(-th // nb) * (c // cb)
+            rank = _rank(hw, instrs, steps)
+            if best is None or rank < best[1]:
+                best = (p, rank)
             break
-    return best
+    if best is None:
+        return None
+    return best[0], _price(hw, input_instrs(best[0], "x", "v"))
+
+
+@functools.cache
+def _output_blocks(
+    hw: Hardware, n: int, o: int, m: int, ho: int, wo: int
+) -> tuple[int, int] | None:
+    """(tile rows, output channels) per step of the output transform: the fastest
+    candidate (ranked as input_plan's) with the largest epilogue, so that one block
+    serves every epilogue."""
+    th, _ = tiles((ho, wo), m)
+    best = None
+    for ob in _channel_blocks(o):
+        for nb in reversed(_blocks(th)):  # the most tile rows that fit
+            p = OutputPlan(n, o, m, ho, wo, nb, ob, True, True, True)
+            instrs = output_instrs(p, "t", "y", "b", "r", limit=hw.sram_bytes, max_steps=RANK_STEPS)
+            if instrs.sram > hw.sram_bytes:
+                continue
+            rank = _rank(hw, instrs, n * -(-th // nb) * (o // ob))
+            if best is None or rank < best[1]:
+                best = ((nb, ob), rank)
+            break
+    return None if best is None else best[0]
 
 
 @functools.cache
 def output_plan(
     hw: Hardware, n: int, o: int, m: int, ho: int, wo: int, epilogue: tuple[bool, bool, bool]
 ) -> tuple[OutputPlan, int] | None:
-    th, _ = tiles((ho, wo), m)
-    best = None
-    for ob in _channel_blocks(o):
-        for nb in reversed(_blocks(th)):  # the most tile rows that fit
-            p = OutputPlan(n, o, m, ho, wo, nb, ob, *epilogue)
-            bias, res = "b" if p.bias else None, "r" if p.residual else None
-            instrs = output_instrs(p, "t", "y", bias, res, limit=hw.sram_bytes)
-            if instrs.sram > hw.sram_bytes:
-                continue
-            cycles = _price(hw, instrs)
-            if best is None or cycles < best[1]:
-                best = (p, cycles)
-            break
-    return best
+    """The output plan of this epilogue and its cycles (None: no block fits SRAM)."""
+    blocks = _output_blocks(hw, n, o, m, ho, wo)
+    if blocks is None:
+        return None
+    p = OutputPlan(n, o, m, ho, wo, *blocks, *epilogue)
+    bias, res = "b" if p.bias else None, "r" if p.residual else None
+    return p, _price(hw, output_instrs(p, "t", "y", bias, res))
 
 
 def _cost(cycles: int, dram: int, feasible: bool = True) -> KernelCost:
