@@ -25,7 +25,7 @@ def _draw_output(draw, op: OpDef, first, space: Space) -> OpCase:
         wo = draw(ints(m * (tw - 1) + 1, m * tw))
         return OpCase(op.name, (first,), {"m": m, "size": (ho, wo)})
     m = draw(choice(TILE_SIZES))
-    ho, wo = draw(ints(1, 9)), draw(ints(1, 9))
+    ho, wo = draw(ints(1, 6)), draw(ints(1, 6))
     th, tw = tiles((ho, wo), m)
     n, o = draw(space.sides(2)), draw(space.sides(4))
     dtype = draw(choice(tuple(FLOAT_DTYPES)))
