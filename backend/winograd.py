@@ -106,10 +106,15 @@ def lower_winograd_output(c: Compiler, i: int, node: Node) -> Value:
         b = _dense(c, i, b)
         places["b"] = b
         reads.append(b)
+    nhwc = False
     if residual:
         rt = c.graph.nodes[node.inputs[2]].type
         r = c.as_view(c.value(node.inputs[2]), rt.shape, c.label(i))
-        r = _dense(c, i, r.broadcast_to(node.type.shape) if rt.shape != node.type.shape else r)
+        if rt.shape != node.type.shape:
+            r = r.broadcast_to(node.type.shape)
+        nhwc = _is_nhwc(r) and _fits_nhwc(c, plan)
+        if not nhwc:
+            r = _dense(c, i, r)
         places["r"] = r
         reads.append(r)
     out = c.new_buffer("f32", node.type.shape, c.label(i))
@@ -117,10 +122,25 @@ def lower_winograd_output(c: Compiler, i: int, node: Node) -> Value:
     del size
 
     def instrs():
-        return output_instrs(plan, "t", "y", "b" if bias else None, "r" if residual else None)
+        b, r = "b" if bias else None, "r" if residual else None
+        return output_instrs(plan, "t", "y", b, r, residual_nhwc=nhwc)
 
     _emit(c, c.kernel_name(i), i, instrs, places, reads, [out])
     return out
+
+
+def _is_nhwc(v: View) -> bool:
+    """A [N, C, H, W] view of a dense [N, H, W, C] buffer (a window kernel's output)."""
+    _, ch, h, w = v.shape
+    return tuple(v.strides) == (h * w * ch, 1, w * ch, ch)
+
+
+def _fits_nhwc(c: Compiler, plan) -> bool:
+    """Does the plan's block leave room for the pixel-major residual slots?"""
+    probe = output_instrs(
+        plan, "t", "y", "b", "r", limit=c.hw.sram_bytes, max_steps=1, residual_nhwc=True
+    )
+    return probe.sram <= c.hw.sram_bytes
 
 
 def lower_winograd_weight(c: Compiler, i: int, node: Node) -> Value:

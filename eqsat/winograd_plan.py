@@ -262,9 +262,13 @@ def output_instrs(
     tag: str = "wo",
     limit: int | None = None,
     max_steps: int | None = None,
+    residual_nhwc: bool = False,
 ) -> Instrs:
     """The output transform's loop: src the product [a*a, N*th*tw, O], dst y
-    [N, O, HO, WO] row-major, `bias` O values, `residual` [N, O, HO, WO] row-major."""
+    [N, O, HO, WO] row-major, `bias` O values, `residual` [N, O, HO, WO] row-major, or
+    with `residual_nhwc` stored [N, HO, WO, O] (a window kernel's output): loaded
+    pixel-major and turned on chip, one transpose per output row (or per block when
+    the rows are whole)."""
     al = _Alloc(None)  # type: ignore[arg-type]
     a, m, ob, tw, th = p.a, p.m, p.ob, p.tw, p.th
     wop = m * tw  # output columns of a tile row, the last tile's beyond WO included
@@ -275,6 +279,7 @@ def output_instrs(
     qcols = p.nb * m * wop
     qs = [al(ob, qcols), al(ob, qcols)]
     rs = [al(ob, qcols), al(ob, qcols)] if p.residual else []
+    rts = [al(p.nb * m * p.wo, ob), al(p.nb * m * p.wo, ob)] if p.residual and residual_nhwc else []
     bt = al(p.o, 1) if p.bias else None
     at = _rows(AT[m])
     t_total = p.n * th * tw
@@ -318,7 +323,29 @@ def output_instrs(
                         for k in range(a * a)
                     ]
                 hw_rows = []
-                if rs:
+                turns: list[Instr] = []  # a pixel-major residual turned into the slot
+                if rts:
+                    r, rt = rs[g % 2], rts[g % 2]
+                    base = ((n * p.ho + m * ty0) * p.wo) * p.o + o0
+                    hw_rows.append(
+                        Load(
+                            dst=Tile("sram", rt.addr, hv * p.wo, on, "f32", ob),
+                            src=DramRef(residual, base, hv * p.wo, on, p.o),  # type: ignore[arg-type]
+                        )
+                    )
+                    rows = [(0, hv)] if p.wo == wop else [(h, 1) for h in range(hv)]
+                    for h0, hn in rows:
+                        turns.append(
+                            Transpose(
+                                dst=Tile(
+                                    "sram", r.addr + h0 * wop * ISZ, on, hn * p.wo, "f32", qcols
+                                ),
+                                src=Tile(
+                                    "sram", rt.addr + h0 * p.wo * ob * ISZ, hn * p.wo, on, "f32", ob
+                                ),
+                            )
+                        )
+                elif rs:
                     r = rs[g % 2]
                     base = ((n * p.o + o0) * p.ho + m * ty0) * p.wo
                     if p.wo == wop:
@@ -368,6 +395,7 @@ def output_instrs(
                     comp.append(Binary(op="add", dst=valid, a=valid, b=col, bcast="col"))
                 if rs:
                     rv = Tile("sram", rs[g % 2].addr, on, hv * wop, "f32", qcols)
+                    comp += turns
                     comp.append(Binary(op="add", dst=valid, a=valid, b=rv))
                 if p.relu:
                     comp.append(Unary(op="relu", dst=valid, src=valid))

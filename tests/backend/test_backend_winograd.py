@@ -119,3 +119,34 @@ def test_a_weight_transform_of_a_runtime_tensor_is_unrunnable():
     w = TensorType(F32, (8, 8, 3, 3))
     cost = op_cost(hw, "winograd_weight", [w], TensorType(F32, (16, 8, 8)), {"m": 2})
     assert cost is not None and not cost.feasible
+
+
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+@pytest.mark.parametrize("side", [8, 7])
+def test_a_residual_a_pool_left_pixel_major_is_turned_on_chip(hw_name, side):
+    """ResNet's first block: the residual is the max pool's NHWC output. The output
+    transform loads it pixel-major and transposes it (no copy kernel), at the price of
+    the row-major plan plus those transposes."""
+    b = GraphBuilder("w")
+    x = b.leaf("input", "x", TensorType(F32, (1, 16, 2 * side, 2 * side)))
+    pool = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1]}
+    p = b.add("max_pool2d", [x], pool, "p")
+    w = b.leaf("param", "w", TensorType(F32, (16, 16, 3, 3)))
+    v = b.add("winograd_input", [p], {"m": 4, "padding": [1, 1]}, "v")
+    t = b.add("matmul", [v, b.add("winograd_weight", [w], {"m": 4}, "u")], {}, "t")
+    bias = b.leaf("param", "b", TensorType(F32, (16, 1, 1)))
+    attrs = {"m": 4, "size": [side, side]}
+    b.output("y", b.add("winograd_output_bias_add_relu", [t, bias, p], attrs, "y"))
+    graph = b.graph
+    bindings = random_bindings(graph, 0)
+    got, report, compiled = run_backend(graph, hw_name, bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    names = [k.name for k in compiled.kernels]
+    assert not any(n.startswith("copy.") for n in names), names
+    (node,) = [i for i, n in graph if n.op == "winograd_output_bias_add_relu"]
+    sim = sum(k.cycles for k in report.kernels if k.name.startswith("winograd_output"))
+    n = graph.nodes[node]
+    model = op_cost(
+        load_hardware(hw_name), n.op, [graph.nodes[j].type for j in n.inputs], n.type, n.attr_dict
+    )
+    assert abs(model.cycles - sim) <= 0.1 * sim, (model.cycles, sim)
