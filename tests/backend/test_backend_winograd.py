@@ -22,6 +22,7 @@ from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY
 from eqsat.ops.linalg import conv2d_ref
+from eqsat.winograd_plan import input_instrs, input_plan, output_instrs, output_plan, sram_end
 from hwsim import load_hardware
 from tests.backend.helpers import assert_matches, reference, run_backend
 
@@ -112,6 +113,19 @@ def test_transform_kernels_simulate_the_reference_at_their_price(hw_name, n, c, 
         assert model is not None and model.cycles == sim[i], (node.op, model, sim[i])
         priced += 1
     assert priced == 2
+
+
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+def test_the_chosen_plans_fit_sram(hw_name):
+    """The allocation a plan reports is where its tiles end, within the machine's SRAM
+    (64 channels at 20x20, F(4, 3), every epilogue)."""
+    hw = load_hardware(hw_name)
+    p, _ = input_plan(hw, 1, 64, 4, 20, 20)
+    instrs = input_instrs(p, "x", "v", max_steps=3)
+    assert 0 < sram_end(instrs) <= instrs.sram <= hw.sram_bytes
+    q, _ = output_plan(hw, 1, 64, 4, 20, 20, (True, True, True))
+    instrs = output_instrs(q, "t", "y", "b", "r", max_steps=3)
+    assert 0 < sram_end(instrs) <= instrs.sram <= hw.sram_bytes
 
 
 def test_a_weight_transform_of_a_runtime_tensor_is_unrunnable():
