@@ -21,6 +21,11 @@ whole block), written pixel-major with the output columns interleaved, turned in
 NCHW rows by one transpose per output row, then the epilogue (bias per channel, the
 residual, ReLU) and the store.
 
+Blocks. Per channel block (C, C/2, ... down to 8), the most tile rows per step that
+fit SRAM; candidates are ranked by replaying their first steps, and the one chosen is
+priced whole. The output transform's block is chosen once, with the largest epilogue,
+and serves every epilogue.
+
 A linear combination sum_i c_i s_i is one instruction per term: the first two unit
 terms as one add or sub, a term of coefficient c as a multiply by |c| into a scratch
 tile and an add or sub (every row of B^T and A^T has a +1 term).
