@@ -35,6 +35,7 @@ from .scan import lower_cumsum
 from .views import Imm, Value, View
 from .weight_only import LOWER_WEIGHT_ONLY
 from .window import lower_avg_pool, lower_max_pool
+from .winograd import LOWER_WINOGRAD
 
 # ---------------------------------------------------------------- leaves
 
@@ -295,6 +296,7 @@ LOWER = {
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
     **LOWER_WEIGHT_ONLY,  # matmul_wq, wq_pack, wq_scales, wobserve (weight_only.py)
+    **LOWER_WINOGRAD,  # F(m, 3) input and output transforms (winograd.py)
 }
 
 _FOLDABLE_SKIP = {

@@ -43,6 +43,7 @@ from eqsat.spatial_plan import (
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
+from eqsat.winograd_plan import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
@@ -414,6 +415,8 @@ def op_cost(
         view = _transposed_view_cost(hw, out, attrs)
         if view is not None:
             return view
+    if op_name in WINOGRAD_OPS:  # the transform kernels' own plan, replayed on the queues
+        return winograd_cost(hw, op_name, in_types, out, attrs, UNRUNNABLE_CYCLES)
     planned = planned_cost(hw, op_name, in_types, out, attrs)
     if planned is not None:  # gather, pad, pooling, depthwise convolution
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form

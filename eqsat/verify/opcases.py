@@ -34,6 +34,7 @@ from eqsat.verify.opcases_masks import MASK_GENERATORS
 from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
+from eqsat.verify.opcases_winograd import WINOGRAD_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
 
 __all__ = ["OP_GENERATORS", "Family", "OpCase", "accepts_first", "broadcast_partner", "draw_case"]
@@ -324,6 +325,7 @@ OP_GENERATORS.update(MASK_GENERATORS)  # math and mask ops, gelu (opcases_masks.
 OP_GENERATORS.update(SPATIAL_GENERATORS)  # pooling, pad, gather, grouped conv2d
 OP_GENERATORS.update(SCAN_GENERATORS)  # cumsum
 OP_GENERATORS.update(ROTATION_GENERATORS)  # hadamard
+OP_GENERATORS.update(WINOGRAD_GENERATORS)  # F(m, 3) transforms
 # Fused kernels are generated from their composition: a new one needs no entry.
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}
