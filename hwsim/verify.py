@@ -240,8 +240,8 @@ def _fma(ins: Fma) -> str | None:
 def _requantize(ins: Requantize) -> str | None:
     if ins.src.dtype != "i32" or ins.dst.dtype not in ("i8", "i32"):
         return f"requantize maps i32 to i8 or i32, not {ins.src.dtype} to {ins.dst.dtype}"
-    if not 0 <= ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
-        return "requantize needs 0 <= multiplier < 2**31 and 0 <= shift <= 62"
+    if not -(2**31) < ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
+        return "requantize needs |multiplier| < 2**31 and 0 <= shift <= 62"
     lo, hi = INT_RANGE[ins.dst.dtype]
     if not lo <= ins.zero_point <= hi or ins.rounding not in ROUNDINGS:
         return (
