@@ -10,9 +10,9 @@ e.g. /work/zoovenv/bin/python:
 
 Columns, per preset, all simulated by hwsim (cycles):
 - as written: the model as imported, one kernel per op (`--no-optimize`).
-- fixed-order: eqsat.phases: each rules file alone (algebra, dce, layout, fusion,
-  tiling, quant), saturated, extracted, then the next: a phase-ordered pass pipeline
-  with the same rules and cost model as eqsat.
+- fixed-order: eqsat.phases: each rules file alone (algebra, dce, layout, winograd,
+  fusion, tiling, then the others by name), saturated, extracted, then the next: a
+  phase-ordered pass pipeline with the same rules and cost model as eqsat.
 - ORT: ONNX Runtime 's optimized graph (bench/peers_ort.py: ORT_ENABLE_ALL on the CPU
   provider, after onnxruntime.transformers.optimizer for BERT and GPT-2), imported
   and run as written, one ORT node per kernel. A com.microsoft fused node runs as
