@@ -170,3 +170,27 @@ _fused_i8(
         )
     ),
 )
+
+
+# A QLinearMatMul and the QLinearAdd of its bias after it (ORT's quantizer writes BERT's
+# linears so) in one kernel: the requantized i8 product leaves the accumulator through
+# the add's two fused multiply-adds, exactly as the two kernels compute it.
+_REQUANT = _quantized(call("qmatmul", "x", "w", a_zero=AttrRef("a_zero")))
+fused(
+    "qmatmul_requant_add_first",
+    ("k", "rk", "x", "w", "b", "s", "oy", "ry", "f"),
+    call(
+        "quantize",
+        call(
+            "fma",
+            "k",
+            "rk",
+            call("fma", call("add", call("cast", _REQUANT, dtype="f32"), "oy"), "ry", "f"),
+        ),
+        scale=1.0,
+        zero_point=AttrRef("out_zero"),
+        dtype="i8",
+    ),
+    (_A_ZERO, *_OUT, AttrSpec("out_zero", AttrType.INT, 0, "zero point of the add's i8 result")),
+    "i8",
+)
