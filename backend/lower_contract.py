@@ -36,7 +36,7 @@ from .contract import acc_dtype, emit_conv, emit_matmul, matrix_mode
 from .errors import BackendError
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
-from .expr import Bin, Expr, Leaf
+from .expr import Bin, Cvt, Expr, Leaf
 from .gemm import Gemm, sram_need
 from .layouts import contraction_op
 from .quant import VALUE_EXPR
@@ -96,6 +96,8 @@ def lower_fused(c: Compiler, i: int, node: Node, prologue=None) -> Value:
         out = node.type.dtype.value if root else ("f32" if node.type.dtype.is_float else "i32")
         if e.op == "cast" and not root:  # a cast inside picks its own kind (i32 -> f32)
             out = "f32" if str(attrs["dtype"]) in ("f32", "bf16") else "i32"
+        if e.op == "quantize" and not root:  # saturates to its own type inside a body too
+            return Cvt(str(attrs["dtype"]), EXPR[e.op](args, attrs, [], "i32"))
         return EXPR[e.op](args, attrs, [], out)
 
     from .lowering import expr_value
@@ -494,7 +496,7 @@ def _substitute(e: Expr, by: Expr) -> Expr:
         **{
             f.name: _substitute(getattr(e, f.name), by)
             for f in fields(e)
-            if f.name in ("x", "a", "b", "cond")
+            if f.name in ("x", "a", "b", "c", "cond")
         },
     )
 

@@ -121,9 +121,9 @@ def fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float) -> np.ndarr
     the sum is inexact: TwoSum gives the exact error), and an f64 rounded to odd
     rounds to f32 exactly as the exact sum would (53 >= 24 + 2 bits)."""
     a64 = np.asarray(a, dtype=F32).astype(np.float64)
-    p = a64 * np.asarray(b, dtype=F32).astype(np.float64)
     c64 = np.asarray(c, dtype=F32).astype(np.float64)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # inf * 0 is nan, as the machine's
+        p = a64 * np.asarray(b, dtype=F32).astype(np.float64)
         s = p + c64
         back = s - p
         err = (p - (s - back)) + (c64 - back)  # exact: p + c64 == s + err

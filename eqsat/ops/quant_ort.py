@@ -170,3 +170,52 @@ _fused_i8(
         )
     ),
 )
+
+
+# A QLinearMatMul and the QLinearAdd of its bias after it (ORT's quantizer writes BERT's
+# linears so) in one kernel: the requantized i8 product leaves the accumulator through
+# the add's two fused multiply-adds, exactly as the two kernels compute it.
+_REQUANT = _quantized(call("qmatmul", "x", "w", a_zero=AttrRef("a_zero")))
+fused(
+    "qmatmul_requant_add_first",
+    ("k", "rk", "x", "w", "b", "s", "oy", "ry", "f"),
+    call(
+        "quantize",
+        call(
+            "fma",
+            "k",
+            "rk",
+            call("fma", call("add", call("cast", _REQUANT, dtype="f32"), "oy"), "ry", "f"),
+        ),
+        scale=1.0,
+        zero_point=AttrRef("out_zero"),
+        dtype="i8",
+    ),
+    (_A_ZERO, *_OUT, AttrSpec("out_zero", AttrType.INT, 0, "zero point of the add's i8 result")),
+    "i8",
+)
+
+# quantize(f32((x - a_zero) @ (y - b_zero)) * s): a QLinearMatMul of two activations
+# (attention's products: run-time zero points on both sides, their row and column sums
+# in the epilogue) with its requantization, one kernel
+fused(
+    "qmatmul2_dequant_quant",
+    ("x", "y", "s"),
+    call(
+        "quantize",
+        call(
+            "mul",
+            call(
+                "cast",
+                call("qmatmul", "x", "y", a_zero=AttrRef("a_zero"), b_zero=AttrRef("b_zero")),
+                dtype="f32",
+            ),
+            "s",
+        ),
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+        dtype="i8",
+    ),
+    (_A_ZERO, AttrSpec("b_zero", AttrType.INT, 0, "zero point subtracted from y"), *_OUT),
+    "i8",
+)

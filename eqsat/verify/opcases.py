@@ -30,7 +30,7 @@ from eqsat.verify.cases import (
     maybe,
 )
 from eqsat.verify.opcases_attention import ATTENTION_GENERATORS
-from eqsat.verify.opcases_masks import MASK_GENERATORS
+from eqsat.verify.opcases_masks import MASK_GENERATORS, QLINEAR_GENERATORS
 from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
@@ -331,6 +331,7 @@ OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}
 )
 OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
+OP_GENERATORS.update(QLINEAR_GENERATORS)  # two tensors that broadcast, scalars: their own
 
 
 def accepts_first(op: str, t: TensorType) -> bool:

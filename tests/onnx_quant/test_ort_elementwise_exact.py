@@ -10,7 +10,8 @@ residual add of BERT's layer 2 changed 69% of the model's outputs by more than a
   without graph optimizations: every node as written), for drawn scales and zero
   points, uint8 and int8, and with a scalar operand (ORT's other kernel path);
 - the import simulates to the same bits and optimizes into one elementwise kernel
-  (a tensor pair; a bias, the known first operand, after a QLinearMatMul).
+  (a tensor pair; a bias, the known first operand, in the epilogue of the
+  QLinearMatMul before it).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def test_qlinear_ops_simulate_exactly_as_one_kernel_each(tmp_path) -> None:
     optimized, _, _ = graph_for_target(build_parser().parse_args(flags), loaded.graph, bindings)
     live = optimized.live()
     ops = [n.op for i, n in optimized if live[i]]
-    for kernel in ("qmatmul_bias_dequant_quant", "qlinear_add_first", "qlinear_add", "qlinear_mul"):
+    for kernel in ("qmatmul_requant_add_first", "qlinear_add", "qlinear_mul"):
         assert ops.count(kernel) == 1, (kernel, ops)
     assert "fma" not in ops and "quantize" not in ops
     hw = load_hardware("edge")
