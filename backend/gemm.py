@@ -93,6 +93,7 @@ class OutWriter:
     acc_dtype: str
     transpose: bool = False
     out_slots: int = 2
+    norm: object = None  # a NormEpilogue (backend/norm_epilogue.py): rows normalized
 
     def alloc(self, kb: KernelBuilder, tm: int, tn: int, zero: Operand | None) -> None:
         rt, ct = (tn, tm) if self.transpose else (tm, tn)
@@ -114,10 +115,16 @@ class OutWriter:
             if self.transpose:
                 self.tacc = kb.alloc(rt, ct, self.acc_dtype)
         self.outs = [kb.alloc(rt, ct, self.out.dtype) for _ in range(self.out_slots)]
+        if self.norm is not None:
+            if self.tx is None or self.transpose:
+                raise ValueError("a normalizing epilogue needs an epilogue expression")
+            self.norm.alloc(kb, rt, ct, self.out.dtype)  # type: ignore[attr-defined]
 
     def prologue(self, pipe: Pipeline) -> None:
         if self.tx is not None:
             self.tx.prologue(pipe)
+        if self.norm is not None:
+            self.norm.prologue(pipe)  # type: ignore[attr-defined]
 
     def pos(self, bidx: tuple, m0: int, rm: int, n0: int, rn: int) -> Pos:
         if self.transpose:
@@ -149,7 +156,12 @@ class OutWriter:
                 given = sub(self.tacc, pos.rows, pos.cols)
                 instrs.append(Transpose(dst=given, src=acc))
             given_all = {0: given, **{j + 1: t for j, t in enumerate(more)}}
-            instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
+            if self.norm is None:
+                instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
+            else:  # the expression into the sum tile, then its rows normalized into o
+                dst = self.norm.target(pos.rows, pos.cols)  # type: ignore[attr-defined]
+                instrs += self.tx.compute(pos, slot, dst, given_all)  # type: ignore[union-attr]
+                instrs += self.norm.program(pos.rows, pos.cols, o)  # type: ignore[attr-defined]
         pipe.compute(instrs)
         pipe.release(gen)
         ref = dram(

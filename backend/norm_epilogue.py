@@ -1,0 +1,99 @@
+"""A normalization in the epilogue of a matrix product (eqsat/ops/norm_matmul.py):
+matmul_bias_add_layernorm, ONNX Runtime's SkipLayerNormalization inside the GEMM.
+
+The kernel is the GEMM of the inner product (matmul_bias_add: backend/lower_contract.py)
+at a tile whose N loop has one step, so that each output tile holds whole rows. Its
+`OutWriter` carries a `NormEpilogue`: the epilogue expression (bias, residual) writes
+into a sum tile of the output's dtype instead of the output slot, then the vector unit
+runs the row program of eqsat/row_plan.py (the instructions the standalone layernorm
+kernel runs, so results match it) from the sum tile into the output slot, which is
+stored. The parameter rows are loaded once, before the loop. Planned (and priced) by
+eqsat/norm_epilogue.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eqsat.ir.graph import Node
+from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes
+from eqsat.ops import REGISTRY
+from eqsat.row_plan import RowTiles, row_program
+from hwsim.isa import Instr, Tile
+
+from .compiler import Compiler
+from .emit import KernelBuilder, Pipeline, sub
+from .errors import BackendError
+from .space import Operand, dram
+from .views import Value, View
+
+
+@dataclass
+class NormEpilogue:
+    """The row program an output tile runs after its epilogue expression: its kind,
+    its parameter rows (1-D views of N elements) by name, and epsilon."""
+
+    kind: str
+    params: dict[str, View]
+    eps: float
+    rows: dict[str, Tile] = field(default_factory=dict)
+
+    def sram_bytes(self, rows: int, n: int, dtype: str) -> int:
+        return epilogue_sram_bytes(rows, n, dtype, self.kind)
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int, dtype: str) -> None:
+        self.n = cols
+        self.rows = {name: kb.alloc(1, cols, v.dtype) for name, v in self.params.items()}
+        self.sum = kb.alloc(rows, cols, dtype)
+        self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
+        self.c1, self.c2 = kb.alloc(rows, 1, "f32"), kb.alloc(rows, 1, "f32")
+
+    def prologue(self, pipe: Pipeline) -> None:
+        """Load the parameter rows once; the first compute waits for them."""
+        pairs = [
+            (
+                self.rows[name],
+                dram(Operand(v.buf, v.offset, v.strides), v.offset, 1, self.n, self.n),
+            )
+            for name, v in self.params.items()
+        ]
+        pipe.load("c", pairs)
+
+    def target(self, rn: int, cn: int) -> Tile:
+        """Where the epilogue expression writes: the sum tile."""
+        if cn != self.n:
+            raise BackendError(f"a normalized output tile needs whole rows ({self.n}), got {cn}")
+        return sub(self.sum, rn, cn)
+
+    def program(self, rn: int, cn: int, out: Tile) -> list[Instr]:
+        """The row program from the sum tile into the output slot `out`."""
+        tiles = RowTiles(
+            sub(self.sum, rn, cn),
+            sub(self.t, rn, cn),
+            sub(self.u, rn, cn),
+            sub(self.c1, rn, 1),
+            sub(self.c2, rn, 1),
+            out,
+            self.rows,
+        )
+        body, finish = row_program(self.kind, tiles, self.eps)
+        return [*body, *finish]
+
+
+def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
+    """The inner product's lowering with the norm in its output writer."""
+    from .lower_contract import lower_fused
+    from .lowering import _row_operand
+
+    kind, inner, count = NORM_EPILOGUE[node.op]
+    n = node.type.shape[-1]
+    names = list(node.opdef.operands[count:])
+    params = {
+        name: _row_operand(c, c.value(j), (n,), f"{c.label(i)}.{name}", i)
+        for name, j in zip(names, node.inputs[count:], strict=True)
+    }
+    norm = NormEpilogue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
+    inner_attrs = {a.name for a in REGISTRY[inner].attrs}
+    attrs = tuple((key, v) for key, v in node.attrs if key in inner_attrs)
+    inner_node = Node(inner, node.inputs[:count], attrs, node.type, node.name)
+    return lower_fused(c, i, inner_node, norm=norm)

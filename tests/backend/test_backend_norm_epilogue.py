@@ -1,0 +1,77 @@
+"""A normalization in a product's epilogue (matmul_bias_add_layernorm): one kernel whose
+output tiles hold whole rows, normalized on chip after the bias and the residual add;
+the simulated result is the reference composition's, the row program runs once per
+output tile, the cost model prices the kernel as simulated, and on a machine whose
+tiles cannot hold whole rows it is priced unrunnable."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqsat.costs import UNRUNNABLE_CYCLES, op_cost
+from eqsat.fidelity import measure_program
+from eqsat.interpreter import random_bindings
+from eqsat.ir.graph import GraphBuilder
+from eqsat.ir.types import DType, TensorType
+from hwsim import Matmul, Reduce, load_hardware
+from tests.backend.helpers import assert_matches, kernel_instrs, reference, run_backend
+
+F32 = DType.F32
+OP = "matmul_bias_add_layernorm"
+
+
+def _fused(batch: int, m: int, k: int, n: int):
+    b = GraphBuilder("post_norm")
+    x = b.leaf("input", "x", TensorType(F32, (batch, m, k)))
+    w = b.leaf("param", "w", TensorType(F32, (k, n)))
+    bias = b.leaf("param", "b", TensorType(F32, (n,)))
+    r = b.leaf("input", "r", TensorType(F32, (batch, m, n)))
+    gamma = b.leaf("param", "gamma", TensorType(F32, (n,)))
+    beta = b.leaf("param", "beta", TensorType(F32, (n,)))
+    b.output("y", b.add(OP, [x, w, bias, r, gamma, beta], {"eps": 1e-5}, "out"))
+    return b.graph
+
+
+def test_simulated_equals_reference_in_one_kernel() -> None:
+    graph = _fused(2, 24, 32, 48)  # two batch indices, one output tile of whole rows each
+    bindings = random_bindings(graph, 0)
+    got, _, compiled = run_backend(graph, "datacenter", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    assert [k.name for k in compiled.kernels] == [f"{OP}.out"]
+    instrs = kernel_instrs(compiled, f"{OP}.out")
+    # one product per output tile, then the row program (mean and variance) on it
+    assert sum(isinstance(i, Matmul) for i in instrs) == 2
+    assert sum(isinstance(i, Reduce) for i in instrs) == 2 * 2
+
+
+def test_rows_past_one_tile_and_k_in_steps_match_the_reference() -> None:
+    # M = 160 rows: two output tiles of the 128-row array; K = 640 > 512: the K loop
+    # may take several steps before each tile's epilogue
+    graph = _fused(1, 160, 640, 96)
+    bindings = random_bindings(graph, 1)
+    got, _, _ = run_backend(graph, "datacenter", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(128, 256, 384), (160, 128, 256)])
+def test_cost_model_prices_the_kernel_as_simulated(m: int, k: int, n: int) -> None:
+    graph = _fused(1, m, k, n)
+    row = measure_program(graph, load_hardware("datacenter"), random_bindings(graph, 0))
+    (kernel,) = row.kernels
+    assert abs(kernel.predicted - kernel.simulated) <= 0.01 * kernel.simulated, kernel
+
+
+def test_cheaper_than_the_two_kernels_and_unrunnable_without_whole_rows() -> None:
+    hw = load_hardware("datacenter")
+    x, w, b = (TensorType(F32, s) for s in ((1, 128, 768), (768, 768), (768,)))
+    g = TensorType(F32, (768,))
+    out = TensorType(F32, (1, 128, 768))
+    inner = op_cost(hw, "matmul_bias_add", [x, w, b, out], out, {})
+    norm = op_cost(hw, "layernorm", [out, g, g], out, {"eps": 1e-5})
+    fused = op_cost(hw, OP, [x, w, b, out, g, g], out, {"eps": 1e-5})
+    assert fused.feasible and fused.tile[1] == 768
+    assert fused.cycles < inner.cycles + norm.cycles
+    # edge's accumulator and SRAM hold no output tile of 768 whole rows and its scratch
+    edge = load_hardware("edge")
+    cut = op_cost(edge, OP, [x, w, b, out, g, g], out, {"eps": 1e-5})
+    assert cut.cycles >= UNRUNNABLE_CYCLES
