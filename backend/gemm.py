@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hwsim import timing
+from hwsim.gemm_queues import first_pieces, k_steps
 from hwsim.isa import Binary, Instr, Matmul, Move, Tile, Transpose
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
@@ -107,7 +108,7 @@ class OutWriter:
                 self.expr,
                 self.operands,  # type: ignore[arg-type]
                 {j: self.acc_dtype for j, op in enumerate(self.operands) if op is None},
-                self.out.dtype,
+                self.out.dtype if self.norm is None else "f32",  # a norm reads the f32 sum
                 rt,
                 ct,
                 zero,
@@ -118,7 +119,7 @@ class OutWriter:
         if self.norm is not None:
             if self.tx is None or self.transpose:
                 raise ValueError("a normalizing epilogue needs an epilogue expression")
-            self.norm.alloc(kb, rt, ct, self.out.dtype)  # type: ignore[attr-defined]
+            self.norm.alloc(kb, rt, ct)  # type: ignore[attr-defined]
 
     def prologue(self, pipe: Pipeline) -> None:
         if self.tx is not None:
@@ -200,6 +201,7 @@ def emit_gemm(
     more_b: tuple[Loader, ...] = (),
     gemv: bool = False,
     vector_products: bool = False,
+    split_first: bool = False,
 ) -> None:
     """`more_b`: further B operands multiplied by the same A tiles, each into its own
     accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product).
@@ -207,7 +209,9 @@ def emit_gemm(
     the vector unit where hwsim.timing.gemv_on_vector says so (`gemv_step`), into the
     same accumulators. `vector_products`: they run there whatever the dtype (a split
     product's vector share, hwsim/gemv_split.py); products of bf16 are summed in an
-    f32 tile."""
+    f32 tile. `split_first`: the first output tile's first K step runs as the pieces
+    hwsim.gemm_queues.first_pieces says, each loaded as a step of its own (the cost
+    model replays the same loop)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
@@ -221,6 +225,9 @@ def emit_gemm(
     writer.alloc(kb, tm, tn, zero)
     pipe = Pipeline(kb, "g", writer.out_slots)
     writer.prologue(pipe)
+    pieces = 1
+    if split_first and not on_vector:
+        pieces = first_pieces(kb.hw, g.dtype, tm, tn, tk, a_res, b_res, len(bs))
     for bidx in itertools.product(*(range(d) for d in g.batch)):
         bgen = None
         for m0 in range(0, g.m, tm):
@@ -237,7 +244,6 @@ def emit_gemm(
             for n0 in range(0, g.n, tn):
                 rn = min(tn, g.n - n0)
                 pos = writer.pos(bidx, m0, rm, n0, rn)
-                egen, etok = writer.loads(pipe, pos)
                 if b_res and bgen is None and m0 == 0:
                     bslot = pipe.slot("b")
                     loads = [p for bl in bs for p in bl.load(bslot, bidx, 0, g.k, n0, rn)]
@@ -249,17 +255,22 @@ def emit_gemm(
                     if b_pre:
                         pipe.release(bgen)
                         bgen = "done"
-                for k0 in range(0, g.k, tk):
-                    rk = min(tk, g.k - k0)
+                first = m0 == 0 and n0 == 0 and not any(bidx)
+                for j, (k0, rk) in enumerate(k_steps(g.k, tk, pieces if first else 1)):
                     slot = pipe.slot("k")
                     pairs = [] if a_res else a.load(slot, bidx, m0, rm, k0, rk)
                     if not b_res:
                         pairs += [p for bl in bs for p in bl.load(slot, bidx, k0, rk, n0, rn)]
                     kgen, _ = pipe.load("k", pairs)
+                    if j == 0:  # the epilogue's operands after what the first product needs
+                        egen, etok = writer.loads(pipe, pos)
                     pre: list[Instr] = []
                     if not a_res:
                         a_pre, a_tile = a.ready(slot, rm, rk)
                         pre += a_pre
+                        a_k = a_tile
+                    else:  # the columns of this step in the resident panel
+                        a_k = offset_tile(a_tile, 0, k0, rm, rk) if rk < g.k else a_tile
                     if not b_res:
                         readies = [bl.ready(slot, rk, rn) for bl in bs]
                         pre += [ins for p, _ in readies for ins in p]
@@ -269,11 +280,11 @@ def emit_gemm(
                         mms = [
                             ins
                             for acc_full, bt in zip(accs, b_tiles, strict=True)
-                            for ins in gemv_step(sub(acc_full, rm, rn), a_tile, bt, mode, work)
+                            for ins in gemv_step(sub(acc_full, rm, rn), a_k, bt, mode, work)
                         ]
                     else:
                         mms = [
-                            Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
+                            Matmul(acc=sub(acc_full, rm, rn), a=a_k, b=bt, mode=mode)
                             for acc_full, bt in zip(accs, b_tiles, strict=True)
                         ]
                     pipe.compute([*pre, *mms])

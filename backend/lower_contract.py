@@ -30,6 +30,7 @@ from eqsat.spatial_plan import group_share, is_depthwise
 from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, cheapest_tiles
 from hwsim.dtypes import ITEMSIZE
+from hwsim.gemm_queues import split_first_step
 
 from .compiler import Compiler
 from .contract import acc_dtype, emit_conv, emit_matmul, matrix_mode
@@ -394,7 +395,19 @@ def add_gemm_kernel(
         i,
         "main",
         lambda kb: emit_matmul(
-            kb, a, b, out, epi, leaves, tile, zero(), slots, gemv_work(work), prologue, norm
+            kb,
+            a,
+            b,
+            out,
+            epi,
+            leaves,
+            tile,
+            zero(),
+            slots,
+            gemv_work(work),
+            prologue,
+            norm,
+            split_first_step(work),
         ),
         [a, b, *leaves, *params],
         [out],

@@ -4,7 +4,7 @@ matmul_bias_add_layernorm, ONNX Runtime's SkipLayerNormalization inside the GEMM
 The kernel is the GEMM of the inner product (matmul_bias_add: backend/lower_contract.py)
 at a tile whose N loop has one step, so that each output tile holds whole rows. Its
 `OutWriter` carries a `NormEpilogue`: the epilogue expression (bias, residual) writes
-into a sum tile of the output's dtype instead of the output slot, then the vector unit
+into an f32 sum tile instead of the output slot (the fused body is computed in f32), then the vector unit
 runs the row program of eqsat/row_plan.py (the instructions the standalone layernorm
 kernel runs, so results match it) from the sum tile into the output slot, which is
 stored. The parameter rows are loaded once, before the loop. Planned (and priced) by
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eqsat.costs import op_cost
 from eqsat.ir.graph import Node
-from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes
+from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes, whole_rows_apply
 from eqsat.ops import REGISTRY
 from eqsat.row_plan import RowTiles, row_program
 from hwsim.isa import Instr, Tile
@@ -24,6 +25,7 @@ from hwsim.isa import Instr, Tile
 from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, sub
 from .errors import BackendError
+from .rowwise import emit_rows
 from .space import Operand, dram
 from .views import Value, View
 
@@ -41,10 +43,10 @@ class NormEpilogue:
     def sram_bytes(self, rows: int, n: int, dtype: str) -> int:
         return epilogue_sram_bytes(rows, n, dtype, self.kind)
 
-    def alloc(self, kb: KernelBuilder, rows: int, cols: int, dtype: str) -> None:
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
         self.n = cols
         self.rows = {name: kb.alloc(1, cols, v.dtype) for name, v in self.params.items()}
-        self.sum = kb.alloc(rows, cols, dtype)
+        self.sum = kb.alloc(rows, cols, "f32")  # the fused body computes in f32
         self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
         self.c1, self.c2 = kb.alloc(rows, 1, "f32"), kb.alloc(rows, 1, "f32")
 
@@ -96,4 +98,23 @@ def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
     inner_attrs = {a.name for a in REGISTRY[inner].attrs}
     attrs = tuple((key, v) for key, v in node.attrs if key in inner_attrs)
     inner_node = Node(inner, node.inputs[:count], attrs, node.type, node.name)
-    return lower_fused(c, i, inner_node, norm=norm)
+    in_types = [c.graph.nodes[j].type for j in node.inputs]
+    cost = op_cost(c.hw, node.op, in_types, node.type, node.attr_dict)
+    if whole_rows_apply(in_types, node.type) and cost is not None and cost.feasible:
+        return lower_fused(c, i, inner_node, norm=norm)
+    # the product's result is broadcast by its epilogue, or no tile of whole rows fits
+    # this machine (priced unrunnable, so extraction does not choose it): the product
+    # with its epilogue, then the norm's own kernel
+    total = c.as_view(lower_fused(c, i, inner_node), node.type.shape, c.label(i))
+    total = _row_operand(c, total, node.type.shape, c.label(i), i)
+    out = c.new_buffer(node.type.dtype.value, node.type.shape, c.label(i) + ".norm")
+    rows = {**params, "eps": norm.eps}
+    c.add_kernel(
+        c.kernel_name(i, ".norm"),
+        i,
+        "main",
+        lambda kb: emit_rows(kb, total, out, kind, rows),
+        [total, *params.values()],
+        [out],
+    )
+    return out

@@ -21,7 +21,7 @@ from eqsat.attention_plan import attention_cost
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import DType, TensorType
-from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost
+from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
@@ -477,7 +477,11 @@ def _norm_epilogue_cost(
 ) -> KernelCost | None:
     """The inner product at a whole-row tile plus the row program of each output
     tile, its parameter rows read besides; unrunnable when no whole-row tile fits."""
-    _, inner, count = NORM_EPILOGUE[op_name]
+    kind, inner, count = NORM_EPILOGUE[op_name]
+    if not whole_rows_apply(in_types, out):  # the two kernels (backend/norm_epilogue.py)
+        product = op_cost(hw, inner, in_types[:count], out, {})
+        norm = op_cost(hw, kind, [out, *in_types[count:]], out, {})
+        return add_costs([product, norm]) if product and norm else None
     work = kernel_work(inner, in_types[:count], out, {})
     if work is None:
         return None

@@ -4,7 +4,7 @@
 matmul_bias_add_layernorm(x, w, b, r, gamma, beta) runs as the GEMM of its inner
 product matmul_bias_add at a tile whose N loop has a single step: each output tile
 holds whole rows of the result. After a tile's K loop the epilogue writes x@w + b + r
-into an SRAM tile of the output's dtype (what the unfused kernel would store), and
+into an f32 SRAM tile (the fused body is computed in f32), and
 the vector unit runs the row program of eqsat/row_plan.py on it into the output slot,
 which is stored; the parameter rows (gamma, beta) are loaded once, before the loop.
 The sum never goes to DRAM and the norm's kernel (its launch, load and store) goes
@@ -32,12 +32,22 @@ NORM_EPILOGUE = {
 }
 
 
+def whole_rows_apply(in_types, out: TensorType) -> bool:
+    """Whether the product's own result has the output's shape (rank 2 or more): else
+    the bias or residual broadcasts it to a larger one, and the kernel runs as the
+    product with its epilogue, then the norm's own kernel (backend/norm_epilogue.py)."""
+    from eqsat.ops import REGISTRY
+
+    product = REGISTRY["matmul"].type_of(list(in_types[:2]), {})
+    return out.rank >= 2 and product.shape == out.shape
+
+
 def epilogue_sram_bytes(rows: int, n: int, dtype: str, kind: str) -> int:
     """SRAM the row program adds to the GEMM's tiles for output tiles of `rows` whole
-    rows of n: the sum tile (the output's dtype), the f32 scratch t and u, the per-row
-    columns, the parameter rows (each allocation aligned as KernelBuilder aligns)."""
+    rows of n: the f32 sum tile and scratch t and u, the per-row columns, the parameter
+    rows in `dtype` (each allocation aligned as KernelBuilder aligns)."""
     isz = ITEMSIZE[dtype]
-    tiles = [(rows, n, isz), (rows, n, 4), (rows, n, 4), (rows, 1, 4), (rows, 1, 4)]
+    tiles = [(rows, n, 4), (rows, n, 4), (rows, n, 4), (rows, 1, 4), (rows, 1, 4)]
     tiles += [(1, n, isz)] * len(PARAMS[kind])
     return sum(-(-r * c * s // 64) * 64 for r, c, s in tiles)
 

@@ -75,3 +75,21 @@ def test_cheaper_than_the_two_kernels_and_unrunnable_without_whole_rows() -> Non
     edge = load_hardware("edge")
     cut = op_cost(edge, OP, [x, w, b, out, g, g], out, {"eps": 1e-5})
     assert cut.cycles >= UNRUNNABLE_CYCLES
+
+
+def test_a_residual_that_broadcasts_the_product_runs_as_two_kernels() -> None:
+    # x@w is [3, 16]; the residual [2, 3, 16] broadcasts it: no tile holds the output's
+    # rows as the product's, so the product with its epilogue runs, then the norm
+    b = GraphBuilder("broadcast")
+    x = b.leaf("input", "x", TensorType(F32, (3, 8)))
+    w = b.leaf("param", "w", TensorType(F32, (8, 16)))
+    bias = b.leaf("param", "b", TensorType(F32, (16,)))
+    r = b.leaf("input", "r", TensorType(F32, (2, 3, 16)))
+    gamma = b.leaf("param", "gamma", TensorType(F32, (16,)))
+    beta = b.leaf("param", "beta", TensorType(F32, (16,)))
+    b.output("y", b.add(OP, [x, w, bias, r, gamma, beta], {"eps": 1e-5}, "out"))
+    graph = b.graph
+    bindings = random_bindings(graph, 0)
+    got, _, compiled = run_backend(graph, "datacenter", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    assert f"{OP}.out.norm" in [k.name for k in compiled.kernels]
