@@ -72,6 +72,15 @@ class StridedLoader:
             return [(sub(self.slots[slot], rn, cn), dram(self.op, off, rn, cn, s[self.ra]))]
         return [(sub(self.slots[slot], cn, rn), dram(self.op, off, cn, rn, s[self.ca]))]
 
+    def load_part(
+        self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int, width: int
+    ) -> list:
+        """Columns [c0, c0 + cn) of a panel `width` wide, into their place in the slot
+        (mode n)."""
+        panel = sub(self.slots[slot], rn, width)
+        ref = dram(self.op, self._offset(bidx, r0, c0), rn, cn, self.op.strides[self.ra])
+        return [(offset_tile(panel, 0, c0, rn, cn), ref)]
+
     def ready(self, slot: int, rn: int, cn: int) -> tuple[list[Instr], Tile]:
         if self.mode == "n":
             return [], sub(self.slots[slot], rn, cn)
@@ -227,15 +236,28 @@ def emit_gemm(
     writer.prologue(pipe)
     pieces = 1
     if split_first and not on_vector:
-        pieces = first_pieces(kb.hw, g.dtype, tm, tn, tk, a_res, b_res, len(bs))
+        # the resident A panel in the same pieces unless it must land whole (its rows
+        # normalized on the way in: a NormLoader's `whole_rows`); one turned on chip
+        # (mode t) lands whole too, which the model leaves out as it leaves out its turn
+        a_whole = a_res and getattr(a, "whole_rows", False)
+        pieces = first_pieces(kb.hw, g.dtype, tm, tn, tk, a_whole, b_res, len(bs))
+    a_split = pieces > 1 and a_res and isinstance(a, StridedLoader) and a.mode == "n"
     for bidx in itertools.product(*(range(d) for d in g.batch)):
         bgen = None
         for m0 in range(0, g.m, tm):
             rm = min(tm, g.m - m0)
             agen = None
+            parts = None  # the first panel's pieces, each loaded before its product's B
             if a_res:
                 aslot = pipe.slot("a")
-                agen, _ = pipe.load("a", a.load(aslot, bidx, m0, rm, 0, g.k))
+                if a_split and m0 == 0 and not any(bidx):
+                    parts = [
+                        a.load_part(aslot, bidx, m0, rm, k0, rk, g.k)  # type: ignore[attr-defined]
+                        for k0, rk in k_steps(g.k, tk, pieces)
+                    ]
+                    agen, _ = pipe.load("a", parts[0])
+                else:
+                    agen, _ = pipe.load("a", a.load(aslot, bidx, m0, rm, 0, g.k))
                 a_pre, a_tile = a.ready(aslot, rm, g.k)
                 pipe.compute(a_pre)
                 if a_pre:
@@ -258,6 +280,8 @@ def emit_gemm(
                 first = m0 == 0 and n0 == 0 and not any(bidx)
                 for j, (k0, rk) in enumerate(k_steps(g.k, tk, pieces if first else 1)):
                     slot = pipe.slot("k")
+                    if first and parts is not None and j > 0:
+                        pipe.load_more(agen, parts[j])
                     pairs = [] if a_res else a.load(slot, bidx, m0, rm, k0, rk)
                     if not b_res:
                         pairs += [p for bl in bs for p in bl.load(slot, bidx, k0, rk, n0, rn)]

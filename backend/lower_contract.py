@@ -372,6 +372,7 @@ def add_gemm_kernel(
     modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
     extra = None
     if prologue is not None:
+        work = replace(work, a_whole=True)  # as eqsat/costs.py prices it
 
         def extra(tm: int) -> int:
             return prologue.sram_bytes(tm, k, a.dtype)

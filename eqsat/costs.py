@@ -465,7 +465,11 @@ def _norm_matmul_cost(
     _, inner, count = NORM_MATMUL[op_name]
     names = {a.name for a in REGISTRY[inner].attrs}
     inner_attrs = {k: v for k, v in attrs.items() if k in names}
-    inner_cost = op_cost(hw, inner, in_types[:count], out, inner_attrs)
+    work = kernel_work(inner, in_types[:count], out, inner_attrs)
+    inner_cost = None
+    if work is not None:  # A's panels land whole: the rows are normalized on the way in
+        work = replace(work, a_whole=True)
+        inner_cost = _gemm_cost(hw, inner, in_types[:count], out, inner_attrs, work)
     cost = norm_matmul_cost(inner_cost, hw, op_name, in_types[0], out)
     if cost is not None and not cost.feasible:
         return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)

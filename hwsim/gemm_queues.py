@@ -82,6 +82,11 @@ class _Pipe:
                 self.waits.append(i)
         return ch, g
 
+    def load_more(self, cycles: list[int]) -> None:
+        """More loads of a generation already issued (backend/emit.py load_more)."""
+        for c in cycles:
+            self.pending.append(self.p.add(LOAD, c))
+
     def compute(self, cycles: int, deps: tuple[int, ...] = (), vector_unit: bool = False) -> None:
         unit = vector_unit or self.queue == VECTOR
         self.last_compute = self.p.add(self.queue, cycles, (*self.pending, *deps), unit)
@@ -117,12 +122,13 @@ def _patch_dmas(hw: Hardware, s: int, patch: tuple, r0: int, rn: int, c0: int, c
 
 
 def first_pieces(
-    hw: Hardware, dtype: str, rm: int, rn: int, rk: int, a_res: bool, b_res: bool, gemms: int = 1
+    hw: Hardware, dtype: str, rm: int, rn: int, rk: int, a_whole: bool, b_res: bool, gemms: int = 1
 ) -> int:
     """Into how many K pieces the first K step of a matrix kernel's first output tile is
     cut (backend/gemm.py emit_gemm's `split_first`), so that the array starts on the
     first piece while the rest land: each piece a multiple of the array's rows, its
-    operand tiles (A's unless resident, B's) loaded as a step of its own. The count
+    operand tiles loaded as a step of its own (a resident A panel in the same pieces,
+    unless `a_whole`: its rows are normalized whole on the way in). The count
     minimises the transfer before the first product plus the fill and drain each
     further matmul instruction pays. 1 when B is resident (loaded once, whole)."""
     rows, s = hw.array_rows, ITEMSIZE[dtype]
@@ -133,7 +139,7 @@ def first_pieces(
         if rk % p or (rk // p) % rows:
             continue
         kp = rk // p
-        first = gemms * kp * rn * s + (0 if a_res else rm * kp * s)
+        first = gemms * kp * rn * s + (0 if a_whole else rm * kp * s)
         instrs = p * timing.matmul_cycles(hw, dtype, rm, rn, kp) - timing.matmul_cycles(
             hw, dtype, rm, rn, rk
         )
@@ -221,13 +227,19 @@ def gemm_program(
 
     pieces = 1
     if split_first:
-        pieces = first_pieces(hw, w.dtype, tm, tn, tk, a_res, b_res, w.gemms)
+        pieces = first_pieces(hw, w.dtype, tm, tn, tk, a_res and w.a_whole, b_res, w.gemms)
+    a_split = pieces > 1 and a_res and not w.a_whole  # the resident panel in pieces too
     for bi in range(w.batch):
         bgen: tuple[str, int] | None = None
         b_done = False
         for m0 in range(0, w.m, tm):
             rm = min(tm, w.m - m0)
-            agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
+            parts = None  # the first panel's pieces, each loaded before its product's B
+            if a_split and bi == 0 and m0 == 0:
+                parts = [a_dmas(m0, rm, k0, rk) for k0, rk in k_steps(w.k, tk, pieces)]
+                agen = pipe.load("a", parts[0])
+            else:
+                agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
             for n0 in range(0, w.n, tn):
                 rn = min(tn, w.n - n0)
                 if b_res and bgen is None and not b_done and m0 == 0:
@@ -238,6 +250,8 @@ def gemm_program(
                         bgen, b_done = None, True
                 first = bi == 0 and m0 == 0 and n0 == 0
                 for j, (k0, rk) in enumerate(k_steps(w.k, tk, pieces if first else 1)):
+                    if first and parts is not None and j > 0:
+                        pipe.load_more(parts[j])
                     dmas = [] if a_res else a_dmas(m0, rm, k0, rk)
                     if not b_res:
                         dmas += b_dmas(k0, rk, n0, rn)
