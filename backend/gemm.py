@@ -21,7 +21,7 @@ from typing import Protocol
 
 from hwsim import timing
 from hwsim.gemm_queues import first_pieces, k_steps
-from hwsim.isa import Binary, Instr, Matmul, Move, Tile, Transpose
+from hwsim.isa import Binary, Instr, Matmul, Move, Store, Tile, Transpose
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .expr import Expr, Leaf, Un
@@ -128,7 +128,7 @@ class OutWriter:
         if self.norm is not None:
             if self.tx is None or self.transpose:
                 raise ValueError("a normalizing epilogue needs an epilogue expression")
-            self.norm.alloc(kb, rt, ct)  # type: ignore[attr-defined]
+            self.norm.alloc(kb, rt, ct, self.out.dtype)  # type: ignore[attr-defined]
 
     def prologue(self, pipe: Pipeline) -> None:
         if self.tx is not None:
@@ -171,13 +171,35 @@ class OutWriter:
             else:  # the expression into the sum tile, then its rows normalized into o
                 dst = self.norm.target(pos.rows, pos.cols)  # type: ignore[attr-defined]
                 instrs += self.tx.compute(pos, slot, dst, given_all)  # type: ignore[union-attr]
-                instrs += self.norm.program(pos.rows, pos.cols, o)  # type: ignore[attr-defined]
+                self._norm_chunks(pipe, pos, o, instrs, gen)
+                return
         pipe.compute(instrs)
         pipe.release(gen)
         ref = dram(
             self.out, pos.offset(self.out), pos.rows, pos.cols, self.out.strides[self.space.row]
         )
         pipe.store([(ref, o)])
+
+    def _norm_chunks(self, pipe: Pipeline, pos: Pos, o: Tile, instrs: list, gen) -> None:
+        """The row program in chunks (NormEpilogue.chunks), each chunk stored while the
+        next is normalized; the last store frees the output slot."""
+        norm, kb = self.norm, self.kb
+        stride = self.out.strides[self.space.row]
+        base = pos.offset(self.out)
+        parts = norm.chunks(kb, pos.rows)  # type: ignore[attr-defined]
+        for j, (r0, rc) in enumerate(parts):
+            oc = offset_tile(o, r0, 0, rc, pos.cols)
+            instrs = [*instrs, *norm.program(r0, rc, pos.cols, oc)]  # type: ignore[attr-defined]
+            pipe.compute(instrs)
+            instrs = []
+            ref = dram(self.out, base + r0 * stride, rc, pos.cols, stride)
+            if j == len(parts) - 1:
+                pipe.release(gen)
+                pipe.store([(ref, oc)])
+            else:
+                token = kb.token(kb.fresh("nc"))
+                kb.signal_last_compute(token)
+                kb.emit(Store(dst=ref, src=oc, wait=(token,)))
 
 
 def _move_act(expr: Expr | None) -> str | None:

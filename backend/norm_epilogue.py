@@ -6,8 +6,8 @@ at a tile whose N loop has one step, so that each output tile holds whole rows. 
 `OutWriter` carries a `NormEpilogue`: the epilogue expression (bias, residual) writes
 into an f32 sum tile instead of the output slot (the fused body is computed in f32), then the vector unit
 runs the row program of eqsat/row_plan.py (the instructions the standalone layernorm
-kernel runs, so results match it) from the sum tile into the output slot, which is
-stored. The parameter rows are loaded once, before the loop. Planned (and priced) by
+kernel runs, so results match it) from the sum tile into the output slot, in row
+chunks, each stored while the next is normalized (eqsat/norm_epilogue.py row_chunks). The parameter rows are loaded once, before the loop. Planned (and priced) by
 eqsat/norm_epilogue.py.
 """
 
@@ -17,13 +17,18 @@ from dataclasses import dataclass, field
 
 from eqsat.costs import op_cost
 from eqsat.ir.graph import Node
-from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes, whole_rows_apply
+from eqsat.norm_epilogue import (
+    NORM_EPILOGUE,
+    epilogue_sram_bytes,
+    row_chunks,
+    whole_rows_apply,
+)
 from eqsat.ops import REGISTRY
 from eqsat.row_plan import RowTiles, row_program
 from hwsim.isa import Instr, Tile
 
 from .compiler import Compiler
-from .emit import KernelBuilder, Pipeline, sub
+from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .rowwise import emit_rows
 from .space import Operand, dram
@@ -43,8 +48,8 @@ class NormEpilogue:
     def sram_bytes(self, rows: int, n: int, dtype: str) -> int:
         return epilogue_sram_bytes(rows, n, dtype, self.kind)
 
-    def alloc(self, kb: KernelBuilder, rows: int, cols: int) -> None:
-        self.n = cols
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int, dtype: str) -> None:
+        self.n, self.dtype = cols, dtype
         self.rows = {name: kb.alloc(1, cols, v.dtype) for name, v in self.params.items()}
         self.sum = kb.alloc(rows, cols, "f32")  # the fused body computes in f32
         self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
@@ -67,10 +72,15 @@ class NormEpilogue:
             raise BackendError(f"a normalized output tile needs whole rows ({self.n}), got {cn}")
         return sub(self.sum, rn, cn)
 
-    def program(self, rn: int, cn: int, out: Tile) -> list[Instr]:
-        """The row program from the sum tile into the output slot `out`."""
+    def chunks(self, kb: KernelBuilder, rows: int) -> list[tuple[int, int]]:
+        """(first row, rows) of the chunks the tile is normalized and stored in."""
+        return row_chunks(kb.hw, self.kind, rows, self.n, self.dtype)
+
+    def program(self, r0: int, rn: int, cn: int, out: Tile) -> list[Instr]:
+        """The row program of rows [r0, r0 + rn) of the sum tile into `out` (those
+        rows of the output slot); the scratch is reused from its first row."""
         tiles = RowTiles(
-            sub(self.sum, rn, cn),
+            offset_tile(self.sum, r0, 0, rn, cn),
             sub(self.t, rn, cn),
             sub(self.u, rn, cn),
             sub(self.c1, rn, 1),

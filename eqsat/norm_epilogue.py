@@ -8,13 +8,16 @@ into an f32 SRAM tile (the fused body is computed in f32), and
 the vector unit runs the row program of eqsat/row_plan.py on it into the output slot,
 which is stored; the parameter rows (gamma, beta) are loaded once, before the loop.
 The sum never goes to DRAM and the norm's kernel (its launch, load and store) goes
-away. The price is the inner product's at that tile (replayed on the simulator's
-queues) plus the row program of every output tile: the epilogue runs on the compute
-queue, in order with the products, so the program adds to the critical path.
+away. The row program and the store go in row chunks (row_chunks): each chunk is stored
+while the next is normalized. The price is the inner product's at that tile (replayed
+on the simulator's queues) plus the row program of every output tile, less what the
+last tile's chunked store saves: the epilogue runs on the compute queue, in order
+with the products, so the program adds to the critical path.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -22,6 +25,7 @@ from eqsat.ir.types import TensorType
 from eqsat.norm_prologue import panel_cycles
 from eqsat.row_plan import PARAMS
 from eqsat.tiling import tile_sram_bytes
+from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, cheapest_tiles, pow2_multiples, tile_splits
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
@@ -69,9 +73,46 @@ def whole_row_tiles(
     ]
 
 
-def rows_cycles(hw: Hardware, kind: str, m: int, batch: int, tm: int, n: int, dtype: str) -> int:
-    """The row program over every output tile: `batch` x ceil(m / tm) tiles."""
-    return batch * sum(c * panel_cycles(hw, kind, r, n, dtype) for r, c in tile_splits(m, tm))
+CHUNKS = (1, 2, 4, 8)  # row chunks of an output tile tried
+
+
+def row_chunks(hw: Hardware, kind: str, rows: int, n: int, dtype: str) -> list[tuple[int, int]]:
+    """(first row, rows) of the chunks an output tile's row program and store go in:
+    each chunk is stored while the next one is normalized, so the tile's tail after
+    its last product is the program and the last chunk's store, not the whole tile's.
+    The count minimises that tail among those whose every store fits under the next
+    chunk's program (more chunks pay an issue per instruction more)."""
+    isz = ITEMSIZE[dtype]
+    best, best_cycles = [(0, rows)], math.inf
+    for count in CHUNKS:
+        size = -(-rows // count)
+        if count > 1 and size < 8:
+            break
+        parts = [(r0, min(size, rows - r0)) for r0 in range(0, rows, size)]
+        program = [panel_cycles(hw, kind, rc, n, dtype) for _, rc in parts]
+        stores = [timing.dma_cycles(hw, rc * n * isz) for _, rc in parts]
+        if any(st > nxt for st, nxt in zip(stores, program[1:], strict=False)):
+            continue
+        cycles = sum(program) + stores[-1]
+        if cycles < best_cycles:
+            best, best_cycles = parts, cycles
+    return best
+
+
+def rows_cycles(
+    hw: Hardware, kind: str, m: int, batch: int, tm: int, n: int, dtype: str
+) -> tuple[int, int]:
+    """(cycles of the row program over every output tile, `batch` x ceil(m / tm)
+    tiles, in its chunks; the cycles the last tile's chunked store saves against one)."""
+    total = 0
+    for r, c in tile_splits(m, tm):
+        parts = row_chunks(hw, kind, r, n, dtype)
+        total += c * sum(panel_cycles(hw, kind, rc, n, dtype) for _, rc in parts)
+    last = tile_splits(m, tm)[-1][0]
+    parts = row_chunks(hw, kind, last, n, dtype)
+    isz = ITEMSIZE[dtype]
+    saved = timing.dma_cycles(hw, last * n * isz) - timing.dma_cycles(hw, parts[-1][1] * n * isz)
+    return batch * total, saved
 
 
 def norm_epilogue_cost(
@@ -96,10 +137,10 @@ def norm_epilogue_cost(
     if best is None:
         return None
     tm = best.tile[0] if best.tile else min(work.m, hw.array_rows)
-    extra = rows_cycles(hw, kind, work.m, work.batch, tm, n, dtype)
+    extra, saved = rows_cycles(hw, kind, work.m, work.batch, tm, n, dtype)
     return replace(
         best,
-        cycles=best.cycles + extra,
+        cycles=best.cycles + extra - saved,
         compute_cycles=best.compute_cycles + extra,
         vector_cycles=best.vector_cycles + extra,
     )
