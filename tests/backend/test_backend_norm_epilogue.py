@@ -2,7 +2,8 @@
 output tiles hold whole rows, normalized on chip after the bias and the residual add;
 the simulated result is the reference composition's, the row program runs once per
 output tile, the cost model prices the kernel as simulated, and on a machine whose
-tiles cannot hold whole rows it is priced unrunnable."""
+tiles cannot hold whole rows it is priced unrunnable. Also the GEMM loop these
+kernels share: its first K step in pieces, priced as simulated."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from eqsat.fidelity import measure_program
 from eqsat.interpreter import random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.norm_epilogue import row_chunks
 from hwsim import Matmul, Reduce, load_hardware
+from hwsim.isa import Store
 from tests.backend.helpers import assert_matches, kernel_instrs, reference, run_backend
 
 F32 = DType.F32
@@ -93,3 +96,35 @@ def test_a_residual_that_broadcasts_the_product_runs_as_two_kernels() -> None:
     got, _, compiled = run_backend(graph, "datacenter", bindings)
     assert_matches(graph, got, reference(graph, bindings))
     assert f"{OP}.out.norm" in [k.name for k in compiled.kernels]
+
+
+def test_the_rows_are_normalized_and_stored_in_chunks() -> None:
+    # 128 rows of 384 on datacenter: row_chunks cuts the tile so that each chunk's
+    # store runs under the next chunk's program; one store per chunk
+    graph = _fused(1, 128, 256, 384)
+    bindings = random_bindings(graph, 2)
+    got, _, compiled = run_backend(graph, "datacenter", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    chunks = row_chunks(load_hardware("datacenter"), "layernorm", 128, 384, "f32")
+    assert len(chunks) > 1
+    stores = [i for i in kernel_instrs(compiled, f"{OP}.out") if isinstance(i, Store)]
+    assert [s.src.rows for s in stores] == [rc for _, rc in chunks]
+
+
+def test_a_gemm_starts_on_the_first_pieces_of_its_first_k_step() -> None:
+    # matmul_bias 128 x 512 x 512 on datacenter: the first K step runs as the pieces
+    # first_pieces says (A's resident panel and B's tile alike), priced as simulated
+    b = GraphBuilder("gemm")
+    x = b.leaf("input", "x", TensorType(F32, (128, 512)))
+    w = b.leaf("param", "w", TensorType(F32, (512, 512)))
+    bias = b.leaf("param", "b", TensorType(F32, (512,)))
+    b.output("y", b.add("matmul_bias", [x, w, bias], {}, "out"))
+    graph = b.graph
+    bindings = random_bindings(graph, 0)
+    got, _, compiled = run_backend(graph, "datacenter", bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    products = [i for i in kernel_instrs(compiled, "matmul_bias.out") if isinstance(i, Matmul)]
+    assert any(p.a.cols < 512 for p in products[:2])  # the first step in pieces
+    row = measure_program(graph, load_hardware("datacenter"), bindings)
+    (kernel,) = row.kernels
+    assert abs(kernel.predicted - kernel.simulated) <= 0.01 * kernel.simulated, kernel
