@@ -108,6 +108,9 @@ class KernelWork:
     # moves the packed bytes and the scales, SRAM holds the dequantized tile; 0: plain B
     b_bits: int = 0
     b_group: int = 0
+    # matmul: A's panels are loaded whole, never in pieces (a norm prologue normalizes
+    # whole rows on the way in: eqsat/norm_prologue.py)
+    a_whole: bool = False
 
 
 @dataclass(frozen=True)
