@@ -59,6 +59,10 @@ def test_a_floor_int8_misses_keeps_groups_in_a_higher_precision() -> None:
     assert floor.kept and all(c.precision not in ("int8", "f32") for c in floor.kept)
     assert any(c.precision == "int8" for c in floor.choices)  # not everything left int8
     assert floor.predicted["y"] >= target
+    assigned = {i: c.precision for c in floor.choices for i in c.layers if c.precision != "f32"}
+    for sample in samples:  # the floor holds on every calibration sample, not only the first
+        fake = RotatedFakeQuant(g, plan, params, sample, "bf16", rotations={})
+        assert fake.sqnr(assigned)["y"] >= target
     report = floor_report(floor)
     assert report["kept"] and report["uniform_int8_predicted_sqnr_db"]["y"] < target
     # end to end, as `eqsat simulate --quantize int8 --sqnr-min` runs it
