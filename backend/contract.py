@@ -55,10 +55,14 @@ def emit_matmul(
     out_slots: int = 2,
     gemv: bool = False,
     a_prologue=None,
+    out_norm=None,
+    split_first: bool = False,
 ) -> None:
     """out = epilogue(a @ b, leaves...) with Leaf(0) the product (None: just a @ b).
     `gemv`: the cost model priced it as a matmul (emit_gemm's flag). `a_prologue`: a
-    NormPrologue whose row program normalizes each A panel (backend/norm_matmul.py)."""
+    NormPrologue whose row program normalizes each A panel (backend/norm_matmul.py).
+    `out_norm`: a NormEpilogue whose row program normalizes each output tile's rows
+    (backend/norm_epilogue.py). `split_first`: emit_gemm's (the first K step in pieces)."""
     batch = out.shape[:-2]
     m, n = out.shape[-2:]
     k = a.shape[-1]
@@ -81,9 +85,10 @@ def emit_matmul(
         ops,
         acc_dtype(dt),
         out_slots=out_slots,
+        norm=out_norm,
     )
     g = Gemm(batch, m, n, k, dt, acc_dtype(dt))
-    emit_gemm(kb, g, tile, a_ld, b_ld, writer, zero, gemv=gemv)
+    emit_gemm(kb, g, tile, a_ld, b_ld, writer, zero, gemv=gemv, split_first=split_first)
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,16 @@ class Pipeline:
             self.pending += tokens
         return (ch, g), tokens
 
+    def load_more(self, gen, pairs: list[tuple[Tile, DramRef]]) -> None:
+        """More loads into generation `gen` of its channel, issued later (the pieces of
+        a resident panel, each just before the step that reads it); the next compute
+        waits for them. Pieces land in issue order, so that compute takes theirs."""
+        ch, g = gen
+        done = self._tok("l", ch, g % 2)
+        for tile, ref in pairs:
+            self.kb.emit(Load(dst=tile, src=ref, signal=(done,)))
+        self.pending += [done] * len(pairs)
+
     def wait_for(self, tokens: list[str]) -> None:
         self.pending += tokens
 

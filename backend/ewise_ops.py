@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .ewise_masks import MASK_EXPR
-from .expr import Bin, Cvt, Expr, Requant, Un, requant_params
+from .expr import Bin, Cvt, Expr, Fmadd, Requant, Un, requant_params
 from .views import Imm
 
 Builder = Callable[[list[Expr], dict, list[str], str], Expr]
@@ -67,6 +67,7 @@ EXPR: dict[str, Builder] = {
     "rsqrt": _unary("rsqrt"),
     "reciprocal": _unary("reciprocal"),
     "cast": lambda args, attrs, dts, out: Cvt(out, args[0]),
+    "fma": lambda args, attrs, dts, out: Fmadd(args[0], args[1], args[2]),
     "quantize": _quantize,
     "dequantize": _dequantize,
     "requantize": _requantize,

@@ -54,6 +54,15 @@ class Sel:
 
 
 @dataclass(frozen=True)
+class Fmadd:
+    """a * b + c rounded once (the `fma` instruction)."""
+
+    a: Expr
+    b: Expr
+    c: Expr
+
+
+@dataclass(frozen=True)
 class Cvt:
     dtype: str
     x: Expr
@@ -97,7 +106,7 @@ class Cust:
     args: tuple[Expr, ...]
 
 
-Expr = Leaf | Imm | Un | Bin | Sel | Cvt | Requant | RequantCh | Cust
+Expr = Leaf | Imm | Un | Bin | Sel | Fmadd | Cvt | Requant | RequantCh | Cust
 COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
 # comparisons and logic: a 0/1 result, so their operands must not be rounded to it
 FLAGS = frozenset({"eq", "lt", "le", "gt", "ge", "and", "or", "xor"})
@@ -128,7 +137,7 @@ def dtype_of(e: Expr, leaf_dtypes: list[str]) -> str:
             return "i8"
         case Un(x=x):
             return compute_dtype(dtype_of(x, leaf_dtypes))
-        case Bin(a=a) | Sel(a=a):
+        case Bin(a=a) | Sel(a=a) | Fmadd(a=a):
             return compute_dtype(dtype_of(a, leaf_dtypes))
         case Cust(args=args):
             return compute_dtype(dtype_of(args[0], leaf_dtypes))
@@ -161,6 +170,11 @@ def fold(e: Expr) -> Expr:
             if isinstance(c, Imm):
                 return a if c.value != 0 else b
             return Sel(c, a, b)
+        case Fmadd(a=a, b=b, c=c):
+            a, b, c = fold(a), fold(b), fold(c)
+            if isinstance(a, Imm) and isinstance(b, Imm) and isinstance(c, Imm):
+                return _imm(semantics.fma(_array(a), _array(b), _array(c)), "f32")
+            return Fmadd(a, b, c)
         case Cvt(dtype=d, x=x):
             x = fold(x)
             return _imm(_array(x), d) if isinstance(x, Imm) else Cvt(d, x)
@@ -193,7 +207,7 @@ def leaves_of(e: Expr) -> set[int]:
             return set()
         case Bin(a=a, b=b):
             return leaves_of(a) | leaves_of(b)
-        case Sel(cond=c, a=a, b=b):
+        case Sel(cond=c, a=a, b=b) | Fmadd(a=a, b=b, c=c):
             return leaves_of(c) | leaves_of(a) | leaves_of(b)
         case RequantCh(x=x, ch=ch):
             return leaves_of(x) | {ch.index}
@@ -209,7 +223,7 @@ def ops_of(e: Expr) -> list[Expr]:
             return []
         case Bin(a=a, b=b):
             return [*ops_of(a), *ops_of(b), e]
-        case Sel(cond=c, a=a, b=b):
+        case Sel(cond=c, a=a, b=b) | Fmadd(a=a, b=b, c=c):
             return [*ops_of(c), *ops_of(a), *ops_of(b), e]
         case Cust(args=args):
             return [*(o for a in args for o in ops_of(a)), e]

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hwsim import timing
+from hwsim.gemm_queues import first_pieces, k_steps
 from hwsim.hardware import Hardware
-from hwsim.isa import Binary, Fma, Instr, Matmul, Move, Tile, Transpose
+from hwsim.isa import Binary, Fma, Instr, Matmul, Move, Store, Tile, Transpose
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .expr import Expr, Leaf, Un
@@ -72,6 +73,15 @@ class StridedLoader:
             return [(sub(self.slots[slot], rn, cn), dram(self.op, off, rn, cn, s[self.ra]))]
         return [(sub(self.slots[slot], cn, rn), dram(self.op, off, cn, rn, s[self.ca]))]
 
+    def load_part(
+        self, slot: int, bidx: tuple, r0: int, rn: int, c0: int, cn: int, width: int
+    ) -> list:
+        """Columns [c0, c0 + cn) of a panel `width` wide, into their place in the slot
+        (mode n)."""
+        panel = sub(self.slots[slot], rn, width)
+        ref = dram(self.op, self._offset(bidx, r0, c0), rn, cn, self.op.strides[self.ra])
+        return [(offset_tile(panel, 0, c0, rn, cn), ref)]
+
     def ready(self, slot: int, rn: int, cn: int) -> tuple[list[Instr], Tile]:
         if self.mode == "n":
             return [], sub(self.slots[slot], rn, cn)
@@ -94,6 +104,7 @@ class OutWriter:
     acc_dtype: str
     transpose: bool = False
     out_slots: int = 2
+    norm: object = None  # a NormEpilogue (backend/norm_epilogue.py): rows normalized
 
     def alloc(self, kb: KernelBuilder, tm: int, tn: int, zero: Operand | None) -> None:
         rt, ct = (tn, tm) if self.transpose else (tm, tn)
@@ -107,7 +118,7 @@ class OutWriter:
                 self.expr,
                 self.operands,  # type: ignore[arg-type]
                 {j: self.acc_dtype for j, op in enumerate(self.operands) if op is None},
-                self.out.dtype,
+                self.out.dtype if self.norm is None else "f32",  # a norm reads the f32 sum
                 rt,
                 ct,
                 zero,
@@ -115,10 +126,16 @@ class OutWriter:
             if self.transpose:
                 self.tacc = kb.alloc(rt, ct, self.acc_dtype)
         self.outs = [kb.alloc(rt, ct, self.out.dtype) for _ in range(self.out_slots)]
+        if self.norm is not None:
+            if self.tx is None or self.transpose:
+                raise ValueError("a normalizing epilogue needs an epilogue expression")
+            self.norm.alloc(kb, rt, ct, self.out.dtype)  # type: ignore[attr-defined]
 
     def prologue(self, pipe: Pipeline) -> None:
         if self.tx is not None:
             self.tx.prologue(pipe)
+        if self.norm is not None:
+            self.norm.prologue(pipe)  # type: ignore[attr-defined]
 
     def pos(self, bidx: tuple, m0: int, rm: int, n0: int, rn: int) -> Pos:
         if self.transpose:
@@ -150,13 +167,40 @@ class OutWriter:
                 given = sub(self.tacc, pos.rows, pos.cols)
                 instrs.append(Transpose(dst=given, src=acc))
             given_all = {0: given, **{j + 1: t for j, t in enumerate(more)}}
-            instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
+            if self.norm is None:
+                instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
+            else:  # the expression into the sum tile, then its rows normalized into o
+                dst = self.norm.target(pos.rows, pos.cols)  # type: ignore[attr-defined]
+                instrs += self.tx.compute(pos, slot, dst, given_all)  # type: ignore[union-attr]
+                self._norm_chunks(pipe, pos, o, instrs, gen)
+                return
         pipe.compute(instrs)
         pipe.release(gen)
         ref = dram(
             self.out, pos.offset(self.out), pos.rows, pos.cols, self.out.strides[self.space.row]
         )
         pipe.store([(ref, o)])
+
+    def _norm_chunks(self, pipe: Pipeline, pos: Pos, o: Tile, instrs: list, gen) -> None:
+        """The row program in chunks (NormEpilogue.chunks), each chunk stored while the
+        next is normalized; the last store frees the output slot."""
+        norm, kb = self.norm, self.kb
+        stride = self.out.strides[self.space.row]
+        base = pos.offset(self.out)
+        parts = norm.chunks(kb, pos.rows)  # type: ignore[attr-defined]
+        for j, (r0, rc) in enumerate(parts):
+            oc = offset_tile(o, r0, 0, rc, pos.cols)
+            instrs = [*instrs, *norm.program(r0, rc, pos.cols, oc)]  # type: ignore[attr-defined]
+            pipe.compute(instrs)
+            instrs = []
+            ref = dram(self.out, base + r0 * stride, rc, pos.cols, stride)
+            if j == len(parts) - 1:
+                pipe.release(gen)
+                pipe.store([(ref, oc)])
+            else:
+                token = kb.token(kb.fresh("nc"))
+                kb.signal_last_compute(token)
+                kb.emit(Store(dst=ref, src=oc, wait=(token,)))
 
 
 def _move_act(expr: Expr | None) -> str | None:
@@ -189,6 +233,7 @@ def emit_gemm(
     more_b: tuple[Loader, ...] = (),
     gemv: bool = False,
     vector_products: bool = False,
+    split_first: bool = False,
 ) -> None:
     """`more_b`: further B operands multiplied by the same A tiles, each into its own
     accumulator, which the epilogue reads as Leaf(1), Leaf(2), ... (a gated product).
@@ -197,7 +242,10 @@ def emit_gemm(
     same accumulators. `vector_products`: they run there whatever the dtype (a split
     product's vector share, hwsim/gemv_split.py). Their products are summed in f32
     partial sums kept across the k steps of an output tile (bf16 operands: exact
-    products, f32 sums, as the array accumulates)."""
+    products, f32 sums, as the array accumulates). `split_first`: the first output
+    tile's first K step runs as the pieces hwsim.gemm_queues.first_pieces says, each
+    loaded as a step of its own (the cost model replays the same loop; never for GEMV
+    steps)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
@@ -214,14 +262,30 @@ def emit_gemm(
     writer.alloc(kb, tm, tn, zero)
     pipe = Pipeline(kb, "g", writer.out_slots)
     writer.prologue(pipe)
+    pieces = 1
+    if split_first and not on_vector:
+        # the resident A panel in the same pieces unless it must land whole (its rows
+        # normalized on the way in: a NormLoader's `whole_rows`); one turned on chip
+        # (mode t) lands whole too, which the model leaves out as it leaves out its turn
+        a_whole = a_res and getattr(a, "whole_rows", False)
+        pieces = first_pieces(kb.hw, g.dtype, tm, tn, tk, a_whole, b_res, len(bs))
+    a_split = pieces > 1 and a_res and isinstance(a, StridedLoader) and a.mode == "n"
     for bidx in itertools.product(*(range(d) for d in g.batch)):
         bgen = None
         for m0 in range(0, g.m, tm):
             rm = min(tm, g.m - m0)
             agen = None
+            parts = None  # the first panel's pieces, each loaded before its product's B
             if a_res:
                 aslot = pipe.slot("a")
-                agen, _ = pipe.load("a", a.load(aslot, bidx, m0, rm, 0, g.k))
+                if a_split and m0 == 0 and not any(bidx):
+                    parts = [
+                        a.load_part(aslot, bidx, m0, rm, k0, rk, g.k)  # type: ignore[attr-defined]
+                        for k0, rk in k_steps(g.k, tk, pieces)
+                    ]
+                    agen, _ = pipe.load("a", parts[0])
+                else:
+                    agen, _ = pipe.load("a", a.load(aslot, bidx, m0, rm, 0, g.k))
                 a_pre, a_tile = a.ready(aslot, rm, g.k)
                 pipe.compute(a_pre)
                 if a_pre:
@@ -230,7 +294,6 @@ def emit_gemm(
             for n0 in range(0, g.n, tn):
                 rn = min(tn, g.n - n0)
                 pos = writer.pos(bidx, m0, rm, n0, rn)
-                egen, etok = writer.loads(pipe, pos)
                 if b_res and bgen is None and m0 == 0:
                     bslot = pipe.slot("b")
                     loads = [p for bl in bs for p in bl.load(bslot, bidx, 0, g.k, n0, rn)]
@@ -242,17 +305,24 @@ def emit_gemm(
                     if b_pre:
                         pipe.release(bgen)
                         bgen = "done"
-                for k0 in range(0, g.k, tk):
-                    rk = min(tk, g.k - k0)
+                first = m0 == 0 and n0 == 0 and not any(bidx)
+                for j, (k0, rk) in enumerate(k_steps(g.k, tk, pieces if first else 1)):
                     slot = pipe.slot("k")
+                    if first and parts is not None and j > 0:
+                        pipe.load_more(agen, parts[j])
                     pairs = [] if a_res else a.load(slot, bidx, m0, rm, k0, rk)
                     if not b_res:
                         pairs += [p for bl in bs for p in bl.load(slot, bidx, k0, rk, n0, rn)]
                     kgen, _ = pipe.load("k", pairs)
+                    if j == 0:  # the epilogue's operands after what the first product needs
+                        egen, etok = writer.loads(pipe, pos)
                     pre: list[Instr] = []
                     if not a_res:
                         a_pre, a_tile = a.ready(slot, rm, rk)
                         pre += a_pre
+                        a_k = a_tile
+                    else:  # the columns of this step in the resident panel
+                        a_k = offset_tile(a_tile, 0, k0, rm, rk) if rk < g.k else a_tile
                     if not b_res:
                         readies = [bl.ready(slot, rk, rn) for bl in bs]
                         pre += [ins for p, _ in readies for ins in p]
@@ -262,12 +332,12 @@ def emit_gemm(
                         mms = []
                         for acc_full, bt, part in zip(accs, b_tiles, partials, strict=True):
                             p = sub(part, h, rn)
-                            mms += gemv_products(p, a_tile, bt, k0 == 0)
-                            if k0 + tk >= g.k:
+                            mms += gemv_products(p, a_k, bt, k0 == 0)
+                            if k0 + rk >= g.k:
                                 mms += gemv_fold(p, sub(acc_full, rm, rn), "overwrite")
                     else:
                         mms = [
-                            Matmul(acc=sub(acc_full, rm, rn), a=a_tile, b=bt, mode=mode)
+                            Matmul(acc=sub(acc_full, rm, rn), a=a_k, b=bt, mode=mode)
                             for acc_full, bt in zip(accs, b_tiles, strict=True)
                         ]
                     pipe.compute([*pre, *mms])
@@ -294,7 +364,7 @@ def gemv_products(partial: Tile, a: Tile, b: Tile, init: bool) -> list[Instr]:
         if j == 0 and init:
             instrs.append(Binary(op="mul", dst=p, a=block, b=column, bcast="col"))
         else:
-            instrs.append(Fma(dst=p, a=block, b=column, bcast="col", c=p))
+            instrs.append(Fma(dst=p, a=block, b=column, c=p))  # column: by its shape
     return instrs
 
 

@@ -30,13 +30,14 @@ from eqsat.spatial_plan import group_share, is_depthwise
 from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, cheapest_tiles
 from hwsim.dtypes import ITEMSIZE
+from hwsim.gemm_queues import split_first_step
 
 from .compiler import Compiler
 from .contract import acc_dtype, emit_conv, emit_matmul, matrix_mode
 from .errors import BackendError
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
-from .expr import Bin, Expr, Leaf
+from .expr import Bin, Cvt, Expr, Leaf
 from .gemm import Gemm, sram_need
 from .layouts import contraction_op
 from .quant import VALUE_EXPR
@@ -55,7 +56,8 @@ def lower_contraction(c: Compiler, i: int, node: Node, prologue=None) -> Value:
     return contraction(c, i, node, node.op, args, types, node.attr_dict, None, [], prologue)
 
 
-def lower_fused(c: Compiler, i: int, node: Node, prologue=None) -> Value:
+def lower_fused(c: Compiler, i: int, node: Node, prologue=None, norm=None) -> Value:
+    """`norm`: a NormEpilogue (backend/norm_epilogue.py) that normalizes the output's rows."""
     op = node.opdef
     env = {
         name: (c.value(j), c.graph.nodes[j].type)
@@ -96,6 +98,8 @@ def lower_fused(c: Compiler, i: int, node: Node, prologue=None) -> Value:
         out = node.type.dtype.value if root else ("f32" if node.type.dtype.is_float else "i32")
         if e.op == "cast" and not root:  # a cast inside picks its own kind (i32 -> f32)
             out = "f32" if str(attrs["dtype"]) in ("f32", "bf16") else "i32"
+        if e.op == "quantize" and not root:  # saturates to its own type inside a body too
+            return Cvt(str(attrs["dtype"]), EXPR[e.op](args, attrs, [], "i32"))
         return EXPR[e.op](args, attrs, [], out)
 
     from .lowering import expr_value
@@ -114,7 +118,7 @@ def lower_fused(c: Compiler, i: int, node: Node, prologue=None) -> Value:
     cattrs = REGISTRY[call.op].bind_attrs(cattrs)
     args = [env[a][0] for a in call.args]  # type: ignore[index]
     types = [env[a][1] for a in call.args]  # type: ignore[index]
-    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves, prologue)
+    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves, prologue, norm)
 
 
 def _products(body) -> list[Call]:
@@ -147,6 +151,7 @@ def contraction(
     epi: Expr | None,
     leaves: list[View],
     prologue=None,
+    norm=None,
 ) -> View:
     cdef = REGISTRY[cop]
     ctype = cdef.type_of(types, cattrs)
@@ -154,6 +159,10 @@ def contraction(
     if cop in ("conv2d", "qconv2d") and is_depthwise(types[0], types[1], cattrs):
         return _depthwise(c, i, node, views, cattrs, ctype, epi, leaves)
     work = model_work(c, node, cop, types, cattrs)
+    if norm is not None and (cop != "matmul" or epi is None or ctype.shape != node.type.shape):
+        raise BackendError(
+            f"{node.op}: a normalizing epilogue needs a matmul of the output's shape"
+        )
     if epi is not None and ctype.shape != node.type.shape:
         acc = acc_dtype(types[0].dtype.value)
         tmp = c.new_buffer(acc, ctype.shape, c.label(i) + ".acc")
@@ -170,7 +179,7 @@ def contraction(
         )
         return out
     out = c.alloc_value(i, node, keep_last=True)
-    _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work, prologue)
+    _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work, prologue, norm)
     return out
 
 
@@ -235,12 +244,14 @@ def choose_tile(
     fixed: tuple | None = None,
     accs: int = 1,
     prologue_bytes=None,
+    rows_bytes=None,
 ) -> tuple[tuple, int]:
     """(tile, output slots): the tile the cost model prices cheapest among those whose
     real SRAM need (epilogue and transpose buffers included) fits - with two output
     slots if possible, else one - so the model's own choice whenever it fits. A
     `fixed` tile (the node's own) is taken as is, with as many slots as fit.
-    `prologue_bytes(tm)`: SRAM an A prologue adds; then only K in one step is tried."""
+    `prologue_bytes(tm)`: SRAM an A prologue adds; then only K in one step is tried.
+    `rows_bytes(tm)`: SRAM a normalizing epilogue adds; then only N in one step."""
     hw = c.hw
     if fixed is not None:
         tile = (min(fixed[0], g.m), min(fixed[1], g.n), min(fixed[2], g.k))
@@ -251,10 +262,11 @@ def choose_tile(
         return _fit(c, g, tile, sizes, modes), 1
     slots_of: dict[tuple[int, int, int], int] = {}
     for tm in _pow2(hw.array_rows, g.m):
-        for tn in _pow2(hw.array_cols, g.n):
+        for tn in [g.n] if rows_bytes is not None else _pow2(hw.array_cols, g.n):
             if 4 * accs * tm * tn > hw.acc_bytes:
                 continue
             extra = prologue_bytes(tm) if prologue_bytes is not None else 0
+            extra += rows_bytes(tm) if rows_bytes is not None else 0
             depths = [g.k] if prologue_bytes is not None else _pow2(hw.array_rows, g.k)
             for slots in (2, 1):
                 fits = [
@@ -265,7 +277,9 @@ def choose_tile(
                 ]
                 if fits:
                     break
-            for tk in fits[-1:]:  # the largest k tile, as the model does
+            # the largest k tile, as the model does; with whole output rows every k
+            # tile (eqsat/norm_epilogue.py whole_row_tiles)
+            for tk in fits if rows_bytes is not None else fits[-1:]:
                 slots_of[(tm, tn, tk)] = slots
     # the closed form's best few, replayed on the queues, as the cost model searches
     costs = cheapest_tiles(hw, work, slots_of)
@@ -317,7 +331,9 @@ def _epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc
     return bytes_per_element(epi, ops, space, out, {0: acc})
 
 
-def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work, prologue=None) -> None:
+def _emit(
+    c, i, node, cop, views, cattrs, out: View, epi, leaves, work, prologue=None, norm=None
+) -> None:
     if prologue is not None and cop != "matmul":
         raise BackendError(f"{node.op}: a normalization prologue needs a matmul, not {cop}")
     if cop in ("conv2d", "qconv2d"):
@@ -333,7 +349,7 @@ def _emit(c, i, node, cop, views, cattrs, out: View, epi, leaves, work, prologue
         b = c.materialize(b, c.label(i), i)
     if cop == "qmatmul":
         epi, leaves = _zero_points(c, i, a, b, cattrs, epi, leaves, _weight_value(c, node), node)
-    add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work, prologue)
+    add_gemm_kernel(c, i, node, a, b, out, epi, leaves, work, prologue, norm)
 
 
 def gemv_work(work: KernelWork) -> bool:
@@ -343,11 +359,12 @@ def gemv_work(work: KernelWork) -> bool:
 
 
 def add_gemm_kernel(
-    c, i, node, a: View, b: View, out: View, epi, leaves, work, prologue=None
+    c, i, node, a: View, b: View, out: View, epi, leaves, work, prologue=None, norm=None
 ) -> None:
     """The matmul kernel of node i: out[..., M, N] = epilogue(a @ b) at the tile
     choose_tile picks for `work`, the epilogue's operands broadcast over out (with a
-    `prologue`, at a tile of one K step, A's rows normalized on chip)."""
+    `prologue`, at a tile of one K step, A's rows normalized on chip; with a `norm`, at
+    a tile of one N step, the output's rows normalized on chip)."""
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
@@ -357,21 +374,43 @@ def add_gemm_kernel(
     modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
     extra = None
     if prologue is not None:
+        work = replace(work, a_whole=True)  # as eqsat/costs.py prices it
 
         def extra(tm: int) -> int:
             return prologue.sram_bytes(tm, k, a.dtype)
 
-    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict), 1, extra)
+    rows = None
+    if norm is not None:
+
+        def rows(tm: int) -> int:
+            return norm.sram_bytes(tm, n, out.dtype)
+
+    tile, slots = choose_tile(c, work, g, sizes, modes, node_tile(node.attr_dict), 1, extra, rows)
     if prologue is not None and tile[2] < k:
         raise BackendError(f"{node.op}: no tile with whole rows of A ({k}) fits SRAM")
+    if norm is not None and tile[1] < n:
+        raise BackendError(f"{node.op}: no tile with whole output rows ({n}) fits SRAM")
     zero = c.zero
     params = list(prologue.params.values()) if prologue is not None else []
+    params += list(norm.params.values()) if norm is not None else []
     c.add_kernel(
         c.kernel_name(i),
         i,
         "main",
         lambda kb: emit_matmul(
-            kb, a, b, out, epi, leaves, tile, zero(), slots, gemv_work(work), prologue
+            kb,
+            a,
+            b,
+            out,
+            epi,
+            leaves,
+            tile,
+            zero(),
+            slots,
+            gemv_work(work),
+            prologue,
+            norm,
+            split_first_step(work),
         ),
         [a, b, *leaves, *params],
         [out],
@@ -494,7 +533,7 @@ def _substitute(e: Expr, by: Expr) -> Expr:
         **{
             f.name: _substitute(getattr(e, f.name), by)
             for f in fields(e)
-            if f.name in ("x", "a", "b", "cond")
+            if f.name in ("x", "a", "b", "c", "cond")
         },
     )
 

@@ -16,6 +16,7 @@ import numpy as np
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
+from eqsat.norm_epilogue import NORM_EPILOGUE
 from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import REGISTRY, OpKind
 
@@ -26,6 +27,7 @@ from .ewise_ops import EXPR
 from .expr import Cust, Cvt, Expr, Leaf, fold
 from .gather import lower_gather
 from .lower_contract import lower_contraction, lower_fused
+from .norm_epilogue import lower_norm_epilogue
 from .norm_matmul import lower_norm_matmul
 from .pad import lower_pad
 from .quant import LOWER_QUANT
@@ -35,6 +37,7 @@ from .scan import lower_cumsum
 from .views import Imm, Value, View
 from .weight_only import LOWER_WEIGHT_ONLY
 from .window import lower_avg_pool, lower_max_pool
+from .winograd import LOWER_WINOGRAD
 
 # ---------------------------------------------------------------- leaves
 
@@ -292,9 +295,11 @@ LOWER = {
     },
     "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
     **dict.fromkeys(NORM_MATMUL, lower_norm_matmul),  # the norm in A's loader (norm_matmul.py)
+    **dict.fromkeys(NORM_EPILOGUE, lower_norm_epilogue),  # in the writer (norm_epilogue.py)
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
     **LOWER_WEIGHT_ONLY,  # matmul_wq, wq_pack, wq_scales, wobserve (weight_only.py)
+    **LOWER_WINOGRAD,  # F(m, 3) input and output transforms (winograd.py)
 }
 
 _FOLDABLE_SKIP = {

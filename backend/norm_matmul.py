@@ -44,6 +44,8 @@ class NormLoader:
     """A loader of whole rows of x (any Loader with a one-step K loop) whose tiles come
     out normalized: `ready` returns the row program and the normalized tile."""
 
+    whole_rows = True  # its panels land whole, never in pieces (backend/gemm.py)
+
     def __init__(self, inner, prologue: NormPrologue) -> None:
         self.inner, self.prologue = inner, prologue
         self.dtype = inner.dtype

@@ -5,8 +5,8 @@ The row is the last axis of the input view (the compiler permutes the reduced or
 normalized axes last and makes them contiguous first). Tiles are rows x cols blocks;
 a reduction may split long rows into column chunks and combine the partial results,
 softmax and layernorm keep a whole row per tile (its working set must fit SRAM).
-The vector program mirrors the reference ops one to one (max, subtract, exp, sum,
-divide; mean, center, variance, sqrt, scale, shift; square, mean, rsqrt, scale) so
+The vector program follows the reference ops (max, subtract, exp, sum,
+divide; mean, center, variance, rsqrt, scale, shift; square, mean, rsqrt, scale) so
 results match in f32.
 """
 

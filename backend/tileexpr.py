@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from eqsat.spatial_plan import ZERO_ISZ
 from hwsim.dtypes import ITEMSIZE, is_float
-from hwsim.isa import Binary, Custom, Instr, Requantize, Select, Tile, Transpose, Unary
+from hwsim.isa import Binary, Custom, Fma, Instr, Requantize, Select, Tile, Transpose, Unary
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
@@ -28,6 +28,7 @@ from .expr import (
     Cust,
     Cvt,
     Expr,
+    Fmadd,
     Leaf,
     Requant,
     RequantCh,
@@ -62,7 +63,7 @@ def spine(expr: Expr, out_dtype: str, leaf_dtypes: list[str]) -> set[int]:
     while isinstance(e, Un | Bin | Cvt) and dtype_of(e, leaf_dtypes) == out_dtype:
         out.add(id(e))
         e = e.a if isinstance(e, Bin) else e.x
-    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin | Sel | Cust):
+    if isinstance(expr, Cvt | Requant | RequantCh | Un | Bin | Sel | Fmadd | Cust):
         out.add(id(expr))  # the root always writes the output tile
     return out
 
@@ -170,6 +171,10 @@ class TileExpr:
             for x in (e.cond, e.a, e.b):
                 self._plan(x)
             c = _join(_join(self._class(e.cond), self._class(e.a)), self._class(e.b))
+        elif isinstance(e, Fmadd):  # so does fma
+            for x in (e.a, e.b, e.c):
+                self._plan(x)
+            c = _join(_join(self._class(e.a), self._class(e.b)), self._class(e.c))
         elif isinstance(e, Cust):  # so does a declared instruction
             for x in e.args:
                 self._plan(x)
@@ -291,6 +296,8 @@ class TileExpr:
             self._binary(e, dst)
         elif isinstance(e, Sel):
             self._select(e, dst)
+        elif isinstance(e, Fmadd):
+            self._fma(e, dst)
         elif isinstance(e, Cust):
             srcs = [self._eval(a) for a in e.args]
             if not all(isinstance(s, Tile) for s in srcs):
@@ -362,6 +369,16 @@ class TileExpr:
         ta, ia = (None, a.value) if isinstance(a, Imm) else (a, None)
         tb, ib = (None, b.value) if isinstance(b, Imm) else (b, None)
         self._instrs.append(Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib))
+
+    def _fma(self, e: Fmadd, dst: Tile) -> None:
+        a, b, c = self._eval(e.a), self._eval(e.b), self._eval(e.c)
+        if isinstance(a, Imm):  # a * b == b * a exactly: the tile goes first
+            a, b = b, a
+        if isinstance(a, Imm):
+            raise BackendError("fma of two immediates: fold() computes it")
+        tb, ib = (None, b.value) if isinstance(b, Imm) else (b, None)
+        tc, ic = (None, c.value) if isinstance(c, Imm) else (c, None)
+        self._instrs.append(Fma(dst=dst, a=a, b=tb, c=tc, imm_b=ib, imm_c=ic))
 
     def _binary(self, e: Bin, dst: Tile) -> None:
         emit = self._instrs.append

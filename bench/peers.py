@@ -10,9 +10,9 @@ e.g. /work/zoovenv/bin/python:
 
 Columns, per preset, all simulated by hwsim (cycles):
 - as written: the model as imported, one kernel per op (`--no-optimize`).
-- fixed-order: eqsat.phases: each rules file alone (algebra, dce, layout, fusion,
-  tiling, quant), saturated, extracted, then the next: a phase-ordered pass pipeline
-  with the same rules and cost model as eqsat.
+- fixed-order: eqsat.phases: each rules file alone (algebra, dce, layout, winograd,
+  fusion, tiling, then the others by name), saturated, extracted, then the next: a
+  phase-ordered pass pipeline with the same rules and cost model as eqsat.
 - ORT: ONNX Runtime 's optimized graph (bench/peers_ort.py: ORT_ENABLE_ALL on the CPU
   provider, after onnxruntime.transformers.optimizer for BERT and GPT-2), imported
   and run as written, one ORT node per kernel. A com.microsoft fused node runs as
@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backend import compile_graph  # noqa: E402
+from eqsat.config import DEFAULT_LIMITS, Limits  # noqa: E402
 from eqsat.ir.graph import Graph  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
 from eqsat.phases import compile_phases, optimize_phased, phase_files  # noqa: E402
@@ -115,9 +116,10 @@ def kernels(graph: Graph) -> int:
 
 
 class Rules:
-    """Rule sets compiled once per run."""
+    """Rule sets compiled once per run, and the optimizer's limits."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.all = compile_rule_paths([DEFAULT_RULES_DIR])
         self.phases = compile_phases(phase_files())
         self.fusion = compile_rule_paths([DEFAULT_RULES_DIR / "fusion.rules"])
@@ -128,10 +130,10 @@ def measure_eqsat_columns(graph: Graph, rules: Rules, presets, row: dict) -> Non
         hw = load_hardware(preset)
         entry = row["presets"].setdefault(preset, {"cycles": {}, "verify": {}, "kernels": {}})
         t = time.perf_counter()
-        phased = optimize_phased(graph, rules.phases, hw)
+        phased = optimize_phased(graph, rules.phases, hw, rules.limits)
         t_phased = time.perf_counter() - t
         t = time.perf_counter()
-        best = optimize(graph, rules.all, hw)
+        best = optimize(graph, rules.all, hw, rules.limits)
         t_eqsat = time.perf_counter() - t
         entry["seconds"] = {"fixed_order": round(t_phased, 2), "eqsat": round(t_eqsat, 2)}
         for column, program in (
@@ -372,6 +374,15 @@ def main() -> None:
     ap.add_argument("--json", metavar="OUT.json", help="write the figures as JSON")
     ap.add_argument("--no-peers", action="store_true", help="leave out ORT and TVM")
     ap.add_argument("--table", metavar="PEERS.json", help="print the table of an earlier run")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_LIMITS.time_limit,
+        metavar="S",
+        help="seconds for each optimization (eqsat and fixed-order; default "
+        f"{DEFAULT_LIMITS.time_limit:g}): a loaded machine needs more, or the optimizer "
+        "keeps the program as written",
+    )
     args = ap.parse_args()
     presets = args.presets.split(",")
     if args.table:
@@ -384,7 +395,7 @@ def main() -> None:
     unknown = [n for n in names if n not in example_names() and n not in ZOO_NAMES]
     if unknown:
         ap.error(f"unknown model {', '.join(unknown)}")
-    rules = Rules()
+    rules = Rules(Limits(time_limit=args.time_limit))
     rows = []
     for name in names:
         rows.append(measure(name, rules, presets, not args.no_peers))

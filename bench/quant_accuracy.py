@@ -8,7 +8,8 @@ Models: the held-out blocks in bench/models/ (a SwiGLU feed-forward with LLaMA-7
 shapes, a GPT-2 block, a ResNet-50 bottleneck, an RMSNorm decoder block) and, with
 --zoo, the model zoo's cached ONNX exports (~/.cache/eqsat/zoo; bench/zoo.py builds
 them). Anything after `--` goes to the quantizer as on the command line
-(`-- --calibration mse --smooth-alpha 0.5`). Inputs are seeded standard normal, the
+(`-- --calibration mse --smooth-alpha 0.5`; `-- --sqnr-min 35`: the int8 accuracy floor,
+which may keep layer groups in a higher precision, counted in the row). Inputs are seeded standard normal, the
 weights the model's seeded params (the zoo's random-weight exports carry their own);
 calibration sees 4 other seeded inputs, as `eqsat simulate --quantize int8` does.
 `--estimate` prices the programs with the cost model instead of simulating them
@@ -101,6 +102,14 @@ def measure(
         "layers": len(quant.plan.layers),
         "int8_kernels": int8_kernels(qgraph),
         "rotated": [r.label for r in quant.plan.rotations if r.chosen],  # --rotate
+        # --sqnr-min: the layer groups the accuracy floor kept out of int8, by precision
+        "kept": {
+            p: sum(c.precision == p for c in quant.floor.kept)
+            for p in sorted({c.precision for c in quant.floor.kept})
+        }
+        if quant.floor is not None
+        else {},
+        "groups": len(quant.floor.choices) if quant.floor is not None else None,
         "float_cycles": float_cycles,
         "int8_cycles": int8_cycles,
         "ratio": int8_cycles / float_cycles,
@@ -149,6 +158,9 @@ def main() -> int:
         outs = ", ".join(
             f"{k} {'inf' if v is None else f'{v:.1f}'}" for k, v in row["sqnr_db"].items()
         )
+        if row["kept"]:
+            kept = ", ".join(f"{n} {p}" for p, n in row["kept"].items())
+            outs += f" (kept out of int8: {kept} of {row['groups']} groups)"
         print(
             f"{row['model']:22} {worst:8.1f}  {row['layers']:6d} {row['float_cycles']:14,d} "
             f"{row['int8_cycles']:14,d} {row['ratio']:6.3f} {row['total_s']:6.1f}s  {outs}{flag}",

@@ -21,6 +21,7 @@ from eqsat.attention_plan import attention_cost
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import DType, TensorType
+from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
@@ -43,6 +44,7 @@ from eqsat.spatial_plan import (
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
+from eqsat.winograd_plan import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware
@@ -414,6 +416,8 @@ def op_cost(
         view = _transposed_view_cost(hw, out, attrs)
         if view is not None:
             return view
+    if op_name in WINOGRAD_OPS:  # the transform kernels' own plan, replayed on the queues
+        return winograd_cost(hw, op_name, in_types, out, attrs, UNRUNNABLE_CYCLES)
     planned = planned_cost(hw, op_name, in_types, out, attrs)
     if planned is not None:  # gather, pad, pooling, depthwise convolution
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form
@@ -421,6 +425,8 @@ def op_cost(
         return planned
     if op_name in NORM_MATMUL:  # a norm in its product's prologue (eqsat/norm_prologue.py)
         return _norm_matmul_cost(hw, op_name, in_types, out, attrs)
+    if op_name in NORM_EPILOGUE:  # a norm in its product's epilogue (eqsat/norm_epilogue.py)
+        return _norm_epilogue_cost(hw, op_name, in_types, out)
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None:
         return None
@@ -462,10 +468,37 @@ def _norm_matmul_cost(
     _, inner, count = NORM_MATMUL[op_name]
     names = {a.name for a in REGISTRY[inner].attrs}
     inner_attrs = {k: v for k, v in attrs.items() if k in names}
-    inner_cost = op_cost(hw, inner, in_types[:count], out, inner_attrs)
+    work = kernel_work(inner, in_types[:count], out, inner_attrs)
+    inner_cost = None
+    if work is not None:  # A's panels land whole: the rows are normalized on the way in
+        work = replace(work, a_whole=True)
+        inner_cost = _gemm_cost(hw, inner, in_types[:count], out, inner_attrs, work)
     cost = norm_matmul_cost(inner_cost, hw, op_name, in_types[0], out)
     if cost is not None and not cost.feasible:
         return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)
+    return cost
+
+
+def _norm_epilogue_cost(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType
+) -> KernelCost | None:
+    """The inner product at a whole-row tile plus the row program of each output
+    tile, its parameter rows read besides; unrunnable when no whole-row tile fits."""
+    kind, inner, count = NORM_EPILOGUE[op_name]
+    if not whole_rows_apply(in_types, out):  # the two kernels (backend/norm_epilogue.py)
+        product = op_cost(hw, inner, in_types[:count], out, {})
+        norm = op_cost(hw, kind, [out, *in_types[count:]], out, {})
+        return add_costs([product, norm]) if product and norm else None
+    work = kernel_work(inner, in_types[:count], out, {})
+    if work is None:
+        return None
+    params = sum(t.nbytes for t in in_types[count:])
+    work = replace(work, bytes_in=work.bytes_in + params)
+    epilogue = _epilogue_bytes(REGISTRY[inner], in_types[:count], out, False)
+    cost = norm_epilogue_cost(hw, op_name, work, epilogue, out)
+    if cost is None:  # no tile of whole rows fits: the backend cannot run it
+        unrun = kernel_cycles(hw, work)
+        return replace(unrun, cycles=unrun.cycles + UNRUNNABLE_CYCLES, feasible=False)
     return cost
 
 

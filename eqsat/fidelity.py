@@ -47,6 +47,8 @@ def kernel_kind(op_name: str) -> str:
         return "int8"
     if "attention" in op_name:
         return "attention"
+    if op_name.startswith("winograd_"):  # a Winograd convolution's transform kernels
+        return "conv"
     if contraction is not None:
         return "conv" if REGISTRY[contraction].kind is OpKind.CONV else "matmul"
     if "pool" in op_name:

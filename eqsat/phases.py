@@ -26,8 +26,10 @@ from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from hwsim.hardware import Hardware
 
 # The order a phase-ordered compiler runs its passes in: simplify, clean up, choose
-# layouts, fuse, tile. Rule files not named here run after these, by name.
-PHASE_ORDER = ("algebra", "dce", "layout", "fusion", "tiling")
+# layouts, choose each convolution's algorithm (Winograd or direct: its rules match a
+# bare conv2d, so after fusion they would find none), fuse, tile. Rule files not named
+# here run after these, by name.
+PHASE_ORDER = ("algebra", "dce", "layout", "winograd", "fusion", "tiling")
 
 
 @dataclass(frozen=True)

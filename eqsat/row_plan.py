@@ -50,9 +50,11 @@ class RowTiles:
 
 def row_program(kind: str, tiles: RowTiles, eps: float) -> tuple[list[Instr], list[Instr]]:
     """(body, finish) of one tile: the body reads x into the scratch tiles; finish
-    writes the output slot (it waits for that slot to be free). The program mirrors the
-    reference ops one to one (max, subtract, exp, sum, divide; mean, center, variance,
-    sqrt, scale, shift; square, mean, rsqrt, scale) so results match in f32."""
+    writes the output slot (it waits for that slot to be free). The program follows the
+    reference ops (max, subtract, exp, sum, divide; mean, center, variance, rsqrt,
+    scale, shift; square, mean, rsqrt, scale) so results match in f32; layernorm
+    multiplies by each row's reciprocal deviation, as ONNX Runtime's and PyTorch's
+    kernels do, rather than dividing every element (a divide is four vector passes)."""
     x, t, u, a, b, o = tiles.x, tiles.t, tiles.u, tiles.c1, tiles.c2, tiles.out
     n = x.cols
     p = tiles.params
@@ -83,8 +85,8 @@ def row_program(kind: str, tiles: RowTiles, eps: float) -> tuple[list[Instr], li
             Reduce(op="sum", dst=b, src=u),
             Binary(op="div", dst=b, a=b, imm=float(n)),
             Binary(op="add", dst=b, a=b, imm=float(eps)),
-            Unary(op="sqrt", dst=b, src=b),
-            Binary(op="div", dst=t, a=t, b=b, bcast="col"),
+            Unary(op="rsqrt", dst=b, src=b),  # one reciprocal per row, then a product
+            Binary(op="mul", dst=t, a=t, b=b, bcast="col"),
             Binary(op="mul", dst=t, a=t, b=p["gamma"], bcast="row"),
         ]
         return body, [Binary(op="add", dst=o, a=t, b=p["beta"], bcast="row")]

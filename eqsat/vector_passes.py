@@ -33,6 +33,7 @@ LANE_OPS: dict[str, tuple[str, ...]] = {
     "logical_not": ("not",),
     "isnan": ("isnan",),
     "where": ("select",),
+    "fma": ("fma",),
     "hard_sigmoid": _HARD_SIGMOID,
     "hard_swish": (*_HARD_SIGMOID, "mul"),
 }

@@ -11,12 +11,13 @@ One instruction a line, `#` starts a comment, a header declares the DRAM buffers
     loaddq      sram@0:128x16:f32 <- w[0:64x16/64], sram@8192:1x16:f32  bits=4  group=128
     matmul      acc@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:16x16:f32  mode=accumulate  wait=a0
     binary.mul  sram@0:16x16:f32 <- sram@0:16x16:f32, 0.125
-    fma         sram@0:8x16:f32 <- sram@512:8x16:f32, sram@0:8x1:f32, sram@0:8x16:f32  bcast=col
+    fma         sram@0:8x16:f32 <- sram@512:8x16:f32, sram@0:8x1:f32, sram@0:8x16:f32  queue=vector
     select      sram@0:16x16:f32 <- sram@2048:16x16:i8, sram@0:16x16:f32, -inf
     custom.silu_mul sram@0:16x16:f32 <- sram@0:16x16:f32, sram@1024:1x16:f32
     kernel      softmax
 
-`fma` is dst = a * b + c (b a tile or a number, broadcast as binary's; c a tile).
+`fma` is dst = a * b + c rounded once (b and c each a tile or a number; a tile of one
+row or one column is broadcast over dst by its shape).
 `custom.NAME` runs an instruction the hardware file declares (hwsim/custom.py).
 
 Operands: a tile is `SPACE@ADDR:ROWSxCOLS[/STRIDE]:DTYPE` (byte address, stride in
@@ -112,7 +113,7 @@ _OPTIONS = {
     "move": ("act", "queue"),
     "unary": (),
     "binary": ("bcast", "queue"),
-    "fma": ("bcast", "queue"),
+    "fma": ("queue",),
     "select": (),
     "reduce": (),
     "transpose": (),
@@ -303,11 +304,6 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
         bb, ii = (None, b) if imm else (b, None)
         return Binary(op=sub, dst=dst, a=a, b=bb, imm=ii, **kw, **deps)
-    if op == "fma":
-        imm = len(srcs) == 3 and isinstance(srcs[1][0], float)
-        a, b, c = _want(at, srcs, "tnt" if imm else "ttt", "source", col)
-        bb, ii = (None, b) if imm else (b, None)
-        return Fma(dst=dst, a=a, b=bb, imm=ii, c=c, **kw, **deps)
     if op == "custom":
         tiles = _want(at, srcs, "t" * max(1, len(srcs)), "source", col)
         return Custom(name=sub, dst=dst, srcs=tuple(tiles), **deps)
@@ -318,6 +314,12 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         tile_or_imm = [(None, v) if isinstance(v, float) else (v, None) for v in (a, b)]
         (ta, ia), (tb, ib) = tile_or_imm
         return Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib, **deps)
+    if op == "fma":
+        kinds = "t" + "".join("n" if isinstance(v, float) else "t" for v, _ in srcs[1:])
+        kinds = kinds if len(srcs) == 3 else "ttt"
+        a, b, c = _want(at, srcs, kinds, "source", col)
+        (tb, ib), (tc, ic) = [(None, v) if isinstance(v, float) else (v, None) for v in (b, c)]
+        return Fma(dst=dst, a=a, b=tb, c=tc, imm_b=ib, imm_c=ic, **kw, **deps)
     (src,) = _want(at, srcs, "t", "source", col)
     if op == "reduce":
         return Reduce(op=sub, dst=dst, src=src, **deps)

@@ -71,16 +71,16 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
             return f"binary.{ins.op}", [ins.dst], [ins.a, b], {**opts, **_queue(ins)}
-        case Fma():
-            b = ins.imm if ins.b is None else ins.b
-            opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
-            return "fma", [ins.dst], [ins.a, b, ins.c], {**opts, **_queue(ins)}
         case Custom():
             return f"custom.{ins.name}", [ins.dst], list(ins.srcs), {}
         case Select():
             a = ins.imm_a if ins.a is None else ins.a
             b = ins.imm_b if ins.b is None else ins.b
             return "select", [ins.dst], [ins.cond, a, b], {}
+        case Fma():
+            b = ins.imm_b if ins.b is None else ins.b
+            c = ins.imm_c if ins.c is None else ins.c
+            return "fma", [ins.dst], [ins.a, b, c], _queue(ins)
         case Reduce():
             return f"reduce.{ins.op}", [ins.dst], [ins.src], {}
         case Transpose():

@@ -110,6 +110,9 @@ class KernelWork:
     b_bits: int = 0
     b_group: int = 0
     b_scale_bytes: int = 4
+    # matmul: A's panels are loaded whole, never in pieces (a norm prologue normalizes
+    # whole rows on the way in: eqsat/norm_prologue.py)
+    a_whole: bool = False
 
 
 @dataclass(frozen=True)

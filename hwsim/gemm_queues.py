@@ -82,6 +82,11 @@ class _Pipe:
                 self.waits.append(i)
         return ch, g
 
+    def load_more(self, cycles: list[int]) -> None:
+        """More loads of a generation already issued (backend/emit.py load_more)."""
+        for c in cycles:
+            self.pending.append(self.p.add(LOAD, c))
+
     def compute(self, cycles: int, deps: tuple[int, ...] = (), vector_unit: bool = False) -> None:
         unit = vector_unit or self.queue == VECTOR
         self.last_compute = self.p.add(self.queue, cycles, (*self.pending, *deps), unit)
@@ -116,6 +121,34 @@ def _patch_dmas(hw: Hardware, s: int, patch: tuple, r0: int, rn: int, c0: int, c
     return [timing.dma_cycles(hw, r * c * s) for r in rows for c in cols]
 
 
+def first_pieces(
+    hw: Hardware, dtype: str, rm: int, rn: int, rk: int, a_whole: bool, b_res: bool, gemms: int = 1
+) -> int:
+    """Into how many K pieces the first K step of a matrix kernel's first output tile is
+    cut (backend/gemm.py emit_gemm's `split_first`), so that the array starts on the
+    first piece while the rest land: each piece a multiple of the array's rows, its
+    operand tiles loaded as a step of its own (a resident A panel in the same pieces,
+    unless `a_whole`: its rows are normalized whole on the way in). The count
+    minimises the transfer before the first product plus the fill and drain each
+    further matmul instruction pays. 1 when B is resident (loaded once, whole)."""
+    rows, s = hw.array_rows, ITEMSIZE[dtype]
+    if b_res or rk < 2 * rows:
+        return 1
+    best, best_cycles = 1, math.inf
+    for p in range(1, rk // rows + 1):
+        if rk % p or (rk // p) % rows:
+            continue
+        kp = rk // p
+        first = gemms * kp * rn * s + (0 if a_whole else rm * kp * s)
+        instrs = p * timing.matmul_cycles(hw, dtype, rm, rn, kp) - timing.matmul_cycles(
+            hw, dtype, rm, rn, rk
+        )
+        cycles = first / hw.dram_bytes_per_cycle + gemms * instrs
+        if cycles < best_cycles:
+            best, best_cycles = p, cycles
+    return best
+
+
 def instruction_count(w, tile: tuple[int, int, int], loads: int) -> int:
     """The instructions gemm_program generates, from the DMA count the closed form
     already has: a compute per k step, a compute and a store per output tile."""
@@ -124,13 +157,17 @@ def instruction_count(w, tile: tuple[int, int, int], loads: int) -> int:
     return loads + out_tiles * (2 + math.ceil(w.k / tk))
 
 
-def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") -> QueueProgram:
+def gemm_program(
+    hw: Hardware, w, tile: tuple[int, int, int], engine: str = "", split_first: bool | None = None
+) -> QueueProgram:
     """The instructions of backend/gemm.py emit_gemm for KernelWork `w` (matmul or conv
     as implicit GEMM) at `tile`, with the compute the closed form prices per output
     tile (the accumulator's move and the epilogue's share of the vector ops).
     `engine`: "" the kernel's own choice of unit for its products (gemm_step_cycles),
     "matrix" the array, "vector" vector-unit GEMV steps on the vector queue (the two
-    shares of a split product: hwsim/gemv_split.py)."""
+    shares of a split product: hwsim/gemv_split.py). `split_first`: the first K step
+    of the first output tile in pieces (first_pieces); by default for a matmul's GEMM
+    of plain weights, as backend/contract.py emit_matmul emits it."""
     tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
     s = ITEMSIZE[w.dtype]
     s_out = _out_itemsize(w)
@@ -145,6 +182,8 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
     # GEMV steps: products into h partial-sum rows, folded at an output tile's last k step
     gemv = engine == "vector" or (not engine and gemv_kernel(hw, w, tile))
     h = timing.gemv_kernel_rows(hw, w.n, w.k, tn, tk) if gemv else 0
+    if split_first is None:
+        split_first = split_first_step(w) and not engine and not gemv
     if engine == "matrix":
         step = lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)  # noqa: E731
 
@@ -187,37 +226,49 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
             cycles += hw.issue_cycles * (rn if w.channel_axis == "n" else rm)
         return cycles
 
-    for _ in range(w.batch):
+    pieces = 1
+    if split_first:
+        pieces = first_pieces(hw, w.dtype, tm, tn, tk, a_res and w.a_whole, b_res, w.gemms)
+    a_split = pieces > 1 and a_res and not w.a_whole  # the resident panel in pieces too
+    for bi in range(w.batch):
         bgen: tuple[str, int] | None = None
         b_done = False
         for m0 in range(0, w.m, tm):
             rm = min(tm, w.m - m0)
-            agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
+            parts = None  # the first panel's pieces, each loaded before its product's B
+            if a_split and bi == 0 and m0 == 0:
+                parts = [a_dmas(m0, rm, k0, rk) for k0, rk in k_steps(w.k, tk, pieces)]
+                agen = pipe.load("a", parts[0])
+            else:
+                agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
             for n0 in range(0, w.n, tn):
                 rn = min(tn, w.n - n0)
-                egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
                 if b_res and bgen is None and not b_done and m0 == 0:
                     bgen = pipe.load("b", b_dmas(0, w.k, n0, rn))
                     if b_turn(w.k, rn):
                         pipe.compute(b_turn(w.k, rn))
                         pipe.release(bgen)
                         bgen, b_done = None, True
-                for k0 in range(0, w.k, tk):
-                    rk = min(tk, w.k - k0)
+                first = bi == 0 and m0 == 0 and n0 == 0
+                for j, (k0, rk) in enumerate(k_steps(w.k, tk, pieces if first else 1)):
+                    if first and parts is not None and j > 0:
+                        pipe.load_more(parts[j])
                     dmas = [] if a_res else a_dmas(m0, rm, k0, rk)
                     if not b_res:
                         dmas += b_dmas(k0, rk, n0, rn)
                     kgen = pipe.load("k", dmas)
+                    if j == 0:  # the epilogue's operands after what the first product needs
+                        egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
                     turn = 0 if b_res else b_turn(rk, rn)
-                    last = k0 + tk >= w.k
+                    last = k0 + rk >= w.k
                     if engine == "vector":  # each instruction: the array's moves
                         # take the vector unit between them (hwsim/gemv_split.py)
-                        parts: list[int] = []
+                        each: list[int] = []
                         for _ in range(w.gemms):
-                            parts += timing.gemv_product_cycles(hw, rn, rk, h)
-                            parts += timing.gemv_fold_cycles(hw, rn, h) if last else []
-                        pipe.compute(turn + parts[0])
-                        for c in parts[1:]:
+                            each += timing.gemv_product_cycles(hw, rn, rk, h)
+                            each += timing.gemv_fold_cycles(hw, rn, h) if last else []
+                        pipe.compute(turn + each[0])
+                        for c in each[1:]:
                             pipe.compute(c)
                     else:
                         fold = sum(timing.gemv_fold_cycles(hw, rn, h)) if gemv and last else 0
@@ -229,6 +280,22 @@ def gemm_program(hw: Hardware, w, tile: tuple[int, int, int], engine: str = "") 
                     pipe.release(bgen)
                 pipe.finish(epilogue(rm, rn), timing.dma_cycles(hw, rm * rn * s_out), egen)
     return prog
+
+
+def k_steps(k: int, tk: int, pieces: int = 1) -> list[tuple[int, int]]:
+    """(k0, rk) of a K loop of step tk, its first step cut into `pieces` equal ones."""
+    steps = [(k0, min(tk, k - k0)) for k0 in range(0, k, tk)]
+    if pieces > 1:
+        k0, rk = steps[0]
+        kp = rk // pieces
+        steps[:1] = [(k0 + j * kp, kp) for j in range(pieces)]
+    return steps
+
+
+def split_first_step(w) -> bool:
+    """Whether a kernel of work `w` cuts its first K step (first_pieces): a matmul's
+    GEMM of one plain B operand (not a convolution's, a gated or a quantized product)."""
+    return w.kind == "matmul" and w.gemms == 1 and not w.b_bits and not w.patch_b
 
 
 def _out_itemsize(w) -> int:

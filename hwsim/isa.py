@@ -261,29 +261,6 @@ class Binary(Instr):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Fma(Instr):
-    """dst = a * b + c on the vector unit, fused: the exact product plus c, rounded once
-    to f32 (a bf16 dst rounds that again when stored, as every vector op's result).
-    a has dst's shape; b is a tile of dst's shape, a row (1 x cols, bcast=row) or a
-    column (rows x 1, bcast=col), or the immediate imm, as Binary's b; c is dst's shape,
-    or a row or a column broadcast over dst (by its shape). c may be dst itself (a
-    multiply-accumulate: all operands are read before dst is written). Float tiles
-    only; one op per lane per cycle, like a binary op."""
-
-    dst: Tile
-    a: Tile
-    c: Tile
-    b: Tile | None = None
-    imm: float | None = None
-    bcast: str = "none"
-    vector_queue: bool = False  # issued to the vector queue (module doc)
-
-    @property
-    def queue(self) -> str:  # type: ignore[override]
-        return "vector" if self.vector_queue else "compute"
-
-
-@dataclass(frozen=True, kw_only=True)
 class Select(Instr):
     """dst = a where cond != 0, else b, picking values without arithmetic (exact for
     inf and nan). cond, a and b are tiles of dst's shape, one row (1 x cols) or one
@@ -295,6 +272,30 @@ class Select(Instr):
     b: Tile | None = None
     imm_a: float | None = None
     imm_b: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fma(Instr):
+    """dst = a * b + c on the vector unit, fused: the exact product plus c, rounded once
+    to f32 (ties to even; a bf16 dst rounds that again when stored, as every vector
+    op's result). a is a tile; b and c are tiles or immediates (imm_b, imm_c); each
+    tile is dst's shape, one row (1 x cols) or one column (rows x 1) broadcast over
+    dst (by its shape). c may be dst itself (a multiply-accumulate: all operands are
+    read before dst is written). Float tiles only; one op per lane per cycle, like a
+    binary op. ONNX Runtime's QLinearAdd arithmetic (backend/tileexpr.py) and the GEMV
+    steps' partial sums (backend/gemm.py) are written with it."""
+
+    dst: Tile
+    a: Tile
+    b: Tile | None = None
+    c: Tile | None = None
+    imm_b: float | None = None
+    imm_c: float | None = None
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -389,10 +390,10 @@ def tiles_read(ins: Instr) -> tuple[Tile, ...]:
         return (ins.a, ins.b, ins.acc) if ins.mode == "accumulate" else (ins.a, ins.b)
     if isinstance(ins, Binary):
         return (ins.a,) if ins.b is None else (ins.a, ins.b)
-    if isinstance(ins, Fma):
-        return (ins.a, ins.c) if ins.b is None else (ins.a, ins.b, ins.c)
     if isinstance(ins, Select):
         return tuple(t for t in (ins.cond, ins.a, ins.b) if t is not None)
+    if isinstance(ins, Fma):
+        return tuple(t for t in (ins.a, ins.b, ins.c) if t is not None)
     if isinstance(ins, Gather):
         return (ins.index,)
     if isinstance(ins, LoadDq):

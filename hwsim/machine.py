@@ -144,13 +144,6 @@ class Machine:
         b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
         self._put(ins.dst, semantics.binary(ins.op, a, b), q, seq, clock)  # type: ignore[arg-type]
 
-    def _fma(self, ins: Fma, q: int, seq: int, clock: Clock) -> None:
-        a = self._get(ins.a, q, seq, clock)
-        b = ins.imm if ins.b is None else self._get(ins.b, q, seq, clock)
-        c = self._get(ins.c, q, seq, clock)
-        out = np.broadcast_to(semantics.fma(a, b, c), (ins.dst.rows, ins.dst.cols))  # type: ignore[arg-type]
-        self._put(ins.dst, np.ascontiguousarray(out), q, seq, clock)
-
     def _custom(self, ins: Custom, q: int, seq: int, clock: Clock) -> None:
         """A declared instruction: its semantics on the source tiles (f32 values)."""
         decl = self.instructions.get(ins.name)
@@ -170,6 +163,13 @@ class Machine:
         shape = (ins.dst.rows, ins.dst.cols)
         out = semantics.select(cond, a, b, not is_float(kind), shape)  # type: ignore[arg-type]
         self._put(ins.dst, out, q, seq, clock)
+
+    def _fma(self, ins: Fma, q: int, seq: int, clock: Clock) -> None:
+        a = self._get(ins.a, q, seq, clock)
+        b = ins.imm_b if ins.b is None else self._get(ins.b, q, seq, clock)
+        c = ins.imm_c if ins.c is None else self._get(ins.c, q, seq, clock)
+        out = np.broadcast_to(semantics.fma(a, b, c), (ins.dst.rows, ins.dst.cols))
+        self._put(ins.dst, np.ascontiguousarray(out), q, seq, clock)
 
     def _reduce(self, ins: Reduce, q: int, seq: int, clock: Clock) -> None:
         x = self._get(ins.src, q, seq, clock)

@@ -70,26 +70,10 @@ def binary(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
         return BINARY[op](a, b)
 
 
-def fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray) -> np.ndarray:
-    """a * b + c rounded once to f32 (b and c broadcast as numpy does). The product of
-    two f32 values is exact in f64; their f64 sum is made round-to-odd (its rounding
-    error, exact by TwoSum, moves an even result one ulp toward the exact sum), and a
-    round-to-odd f64 rounds to f32 as the exact value would (53 >= 2 * 24 + 2 bits)."""
-    with np.errstate(all="ignore"):
-        p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
-        c64 = np.asarray(c, np.float64)
-        s = p + c64
-        back = s - p
-        err = (p - (s - back)) + (c64 - back)
-        even = (s.view(np.int64) & 1) == 0
-        fix = even & (err != 0) & np.isfinite(err)
-        if fix.any():
-            s = np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s)
-        return s.astype(F32)
-
-
 # dst = a where cond != 0 else b: values are picked, never computed on (exact for inf/nan)
 select = vecmath.select
+# dst = a * b + c rounded once to f32 (numpy broadcasting; exact: vecmath.fma)
+fma = vecmath.fma
 
 
 def reduce_rows(op: str, x: np.ndarray) -> np.ndarray:

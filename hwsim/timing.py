@@ -57,7 +57,6 @@ OP_PASSES: dict[str, int] = {
     "add": 1,
     "sub": 1,
     "mul": 1,
-    "fma": 1,
     "max": 1,
     "min": 1,
     "sum": 1,
@@ -87,6 +86,7 @@ OP_PASSES: dict[str, int] = {
     "or": 1,
     "xor": 1,
     "select": 1,
+    "fma": 1,  # one rounding, one pass: the multiply-add units
     "log": 4,
     "sin": 4,
     "cos": 4,

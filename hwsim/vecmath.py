@@ -110,3 +110,24 @@ def select(
         return np.asarray(np.int64(v) if integer else F32(v))
 
     return np.broadcast_to(np.where(cond != 0, value(a), value(b)), shape)
+
+
+def fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
+    """a * b + c rounded once to f32 (IEEE fused multiply-add, ties to even), as x86's
+    vfmadd and ONNX Runtime's kernels built on it compute it.
+
+    The product of two f32 values is exact in f64 (48 significant bits); the sum is
+    rounded to f64 to odd (the f64 neighbour of the exact sum whose last bit is 1 when
+    the sum is inexact: TwoSum gives the exact error), and an f64 rounded to odd
+    rounds to f32 exactly as the exact sum would (53 >= 24 + 2 bits)."""
+    a64 = np.asarray(a, dtype=F32).astype(np.float64)
+    c64 = np.asarray(c, dtype=F32).astype(np.float64)
+    with np.errstate(all="ignore"):  # inf * 0 is nan, as the machine's
+        p = a64 * np.asarray(b, dtype=F32).astype(np.float64)
+        s = p + c64
+        back = s - p
+        err = (p - (s - back)) + (c64 - back)  # exact: p + c64 == s + err
+        even = (s.view(np.int64) & 1) == 0
+        odd = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
+        s = np.where((err != 0) & even & np.isfinite(s), odd, s)
+        return s.astype(F32)

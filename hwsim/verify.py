@@ -200,27 +200,6 @@ def _binary(ins: Binary) -> str | None:
     return _same(ins.dst, a)
 
 
-def _fma(ins: Fma) -> str | None:
-    """Float tiles; b as a binary's b (bcast), c dst's shape, a row or a column."""
-    b, c, dst = ins.b, ins.c, ins.dst
-    if ins.bcast not in BCASTS:
-        return f"unknown fma bcast '{ins.bcast}'"
-    if (b is None) == (ins.imm is None):
-        return "fma takes either a tile b or an immediate"
-    for t in (dst, ins.a, c) if b is None else (dst, ins.a, b, c):
-        if not is_float(t.dtype):
-            return f"fma works on float tiles, got {t.dtype}"
-    if b is None and ins.bcast != "none":
-        return "an immediate operand cannot be broadcast"
-    if b is not None:
-        want = {"none": _shape(dst), "row": (1, dst.cols), "col": (dst.rows, 1)}[ins.bcast]
-        if _shape(b) != want:
-            return f"bcast={ins.bcast} needs b of {want[0]}x{want[1]}, got {b.rows}x{b.cols}"
-    if _shape(c) not in {_shape(dst), (1, dst.cols), (dst.rows, 1)}:
-        return f"fma addend {c.rows}x{c.cols} is neither {dst.rows}x{dst.cols}, a row nor a column of it"
-    return _same(dst, ins.a)
-
-
 def _select(ins: Select) -> str | None:
     tiles = [t for t in (ins.a, ins.b) if t is not None]
     if (ins.a is None) == (ins.imm_a is None) or (ins.b is None) == (ins.imm_b is None):
@@ -242,11 +221,29 @@ def _select(ins: Select) -> str | None:
     return None
 
 
+def _fma(ins: Fma) -> str | None:
+    """A tile or an immediate for each of b and c; float tiles; a, b and c each dst's
+    shape, one row or one column of it."""
+    if (ins.b is None) == (ins.imm_b is None) or (ins.c is None) == (ins.imm_c is None):
+        return "fma takes a tile or an immediate for each of b and c"
+    tiles = [t for t in (ins.a, ins.b, ins.c, ins.dst) if t is not None]
+    if not all(is_float(t.dtype) for t in tiles):
+        return "fma works on float tiles, got " + ", ".join(t.dtype for t in tiles)
+    fits = {_shape(ins.dst), (1, ins.dst.cols), (ins.dst.rows, 1)}
+    for t in tiles[:-1]:
+        if _shape(t) not in fits:
+            return (
+                f"fma operand {t.rows}x{t.cols} is neither {ins.dst.rows}x{ins.dst.cols}, "
+                f"a row nor a column of it"
+            )
+    return None
+
+
 def _requantize(ins: Requantize) -> str | None:
     if ins.src.dtype != "i32" or ins.dst.dtype not in ("i8", "i32"):
         return f"requantize maps i32 to i8 or i32, not {ins.src.dtype} to {ins.dst.dtype}"
-    if not 0 <= ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
-        return "requantize needs 0 <= multiplier < 2**31 and 0 <= shift <= 62"
+    if not -(2**31) < ins.multiplier < 2**31 or not 0 <= ins.shift <= 62:
+        return "requantize needs |multiplier| < 2**31 and 0 <= shift <= 62"
     lo, hi = INT_RANGE[ins.dst.dtype]
     if not lo <= ins.zero_point <= hi or ins.rounding not in ROUNDINGS:
         return (

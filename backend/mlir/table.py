@@ -35,6 +35,7 @@ from .reduce import (
 from .rotation import emit_hadamard
 from .scalar import SCALAR
 from .weight_only import emit_folded_weights, emit_matmul_wq, emit_wobserve
+from .winograd import WINOGRAD_EMITTERS
 
 if TYPE_CHECKING:
     from .core import Val
@@ -74,5 +75,6 @@ EMITTERS: dict[str, EmitFn] = {
     "wq_pack": emit_folded_weights,
     "wq_scales": emit_folded_weights,
     "wobserve": emit_wobserve,
+    **WINOGRAD_EMITTERS,  # F(m, 3) transforms (winograd.py)
 }
 EMITTERS.update({name: emit_fused for name, op in REGISTRY.items() if op.kind is OpKind.FUSED})

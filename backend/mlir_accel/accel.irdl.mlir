@@ -245,8 +245,9 @@ irdl.dialect @accel {
     irdl.attributes {"op" = %op16, "dst" = %tile17, "a" = %tile18, "b" = %tile_or_imm21, "bcast" = %bcast25, "queue" = %queue30, "wait" = %tokens26, "signal" = %tokens27}
   }
 
-  // fma: dst = a * b + c, fused (rounded once to f32); b is a tile or an immediate, broadcast
-  // by bcast as binary's; c is dst's shape, a row or a column; queue as binary's.
+  // fma: dst = a * b + c, fused (rounded once to f32); b and c are tiles or immediates,
+  // each tile dst's shape, a row or a column of it (broadcast by its shape); queue as
+  // binary's.
   irdl.operation @fma {
     %tile1 = irdl.base @accel::@tile
     %tile2 = irdl.base @accel::@tile
@@ -254,16 +255,14 @@ irdl.dialect @accel {
     %imm4 = irdl.base "#builtin.float"
     %tile_or_imm5 = irdl.any_of(%tile3, %imm4)
     %tile6 = irdl.base @accel::@tile
-    %bcast_7 = irdl.is "none"
-    %bcast_8 = irdl.is "row"
-    %bcast_9 = irdl.is "col"
-    %bcast10 = irdl.any_of(%bcast_7, %bcast_8, %bcast_9)
-    %queue_11 = irdl.is "compute"
-    %queue_12 = irdl.is "vector"
-    %queue13 = irdl.any_of(%queue_11, %queue_12)
-    %tokens14 = irdl.base "#builtin.array"
-    %tokens15 = irdl.base "#builtin.array"
-    irdl.attributes {"dst" = %tile1, "a" = %tile2, "b" = %tile_or_imm5, "c" = %tile6, "bcast" = %bcast10, "queue" = %queue13, "wait" = %tokens14, "signal" = %tokens15}
+    %imm7 = irdl.base "#builtin.float"
+    %tile_or_imm8 = irdl.any_of(%tile6, %imm7)
+    %queue_9 = irdl.is "compute"
+    %queue_10 = irdl.is "vector"
+    %queue11 = irdl.any_of(%queue_9, %queue_10)
+    %tokens12 = irdl.base "#builtin.array"
+    %tokens13 = irdl.base "#builtin.array"
+    irdl.attributes {"dst" = %tile1, "a" = %tile2, "b" = %tile_or_imm5, "c" = %tile_or_imm8, "queue" = %queue11, "wait" = %tokens12, "signal" = %tokens13}
   }
 
   // select: dst = a where cond != 0 else b; a and b are tiles or immediates.

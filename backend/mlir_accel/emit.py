@@ -170,15 +170,14 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
             ]
             b = ("b", _tile_or_imm(ins.b, ins.imm))
             return "binary", None, [*attrs, b, ("bcast", mlir_string(ins.bcast)), _queue(ins)]
-        case Fma():
-            attrs = [("dst", tile_attr(ins.dst)), ("a", tile_attr(ins.a))]
-            b = ("b", _tile_or_imm(ins.b, ins.imm))
-            rest = [("c", tile_attr(ins.c)), ("bcast", mlir_string(ins.bcast)), _queue(ins)]
-            return "fma", None, [*attrs, b, *rest]
         case Select():
             attrs = [("dst", tile_attr(ins.dst)), ("cond", tile_attr(ins.cond))]
             a, b = _tile_or_imm(ins.a, ins.imm_a), _tile_or_imm(ins.b, ins.imm_b)
             return "select", None, [*attrs, ("a", a), ("b", b)]
+        case Fma():
+            b, c = _tile_or_imm(ins.b, ins.imm_b), _tile_or_imm(ins.c, ins.imm_c)
+            attrs = [("dst", tile_attr(ins.dst)), ("a", tile_attr(ins.a))]
+            return "fma", None, [*attrs, ("b", b), ("c", c), _queue(ins)]
         case Reduce():
             attrs = [("op", mlir_string(ins.op)), ("dst", tile_attr(ins.dst))]
             return "reduce", None, [*attrs, ("src", tile_attr(ins.src))]

@@ -125,15 +125,15 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             ops = {"op": _str(a["op"]), "dst": _tile(a["dst"]), "a": _tile(a["a"])}
             vq = _str(a["queue"]) == "vector"
             return Binary(**ops, b=b, imm=imm, bcast=_str(a["bcast"]), vector_queue=vq, **deps)
-        case "fma":
-            b, imm = _tile_or_imm(a["b"])
-            tiles = {"dst": _tile(a["dst"]), "a": _tile(a["a"]), "c": _tile(a["c"])}
-            vq = _str(a["queue"]) == "vector"
-            return Fma(**tiles, b=b, imm=imm, bcast=_str(a["bcast"]), vector_queue=vq, **deps)
         case "select":
             (ta, ia), (tb, ib) = _tile_or_imm(a["a"]), _tile_or_imm(a["b"])
             dst, cond = _tile(a["dst"]), _tile(a["cond"])
             return Select(dst=dst, cond=cond, a=ta, b=tb, imm_a=ia, imm_b=ib, **deps)
+        case "fma":
+            (tb, ib), (tc, ic) = _tile_or_imm(a["b"]), _tile_or_imm(a["c"])
+            dst, src = _tile(a["dst"]), _tile(a["a"])
+            vq = _str(a["queue"]) == "vector"
+            return Fma(dst=dst, a=src, b=tb, c=tc, imm_b=ib, imm_c=ic, vector_queue=vq, **deps)
         case "reduce":
             return Reduce(op=_str(a["op"]), dst=_tile(a["dst"]), src=_tile(a["src"]), **deps)
         case "transpose":

@@ -17,6 +17,7 @@ from eqsat.ops import (  # noqa: F401
     rotation,
     scan,
     spatial,
+    winograd,  # F(m, 3) convolution pieces (after fused: its epilogues are fused ops)
 )
 from eqsat.ops.base import (
     REQUIRED,

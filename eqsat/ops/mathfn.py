@@ -39,6 +39,14 @@ def erf(x: np.ndarray) -> np.ndarray:
     return _erf(x)
 
 
+def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once (the machine's fma, hwsim.vecmath.fma), in numpy's
+    broadcasting."""
+    from hwsim.vecmath import fma
+
+    return fma(*np.broadcast_arrays(a, b, c))
+
+
 def int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a ** b for integer arrays: the exact power saturated to a's type, as every
     integer result of the machine (hwsim.vecmath.power, eqsat/quant/fixedpoint.py).
@@ -79,6 +87,31 @@ register(
         doc="a ** b (numpy broadcasting); integers: exact powers saturated to the type, "
         "b < 0 gives 1/a**-b truncated (1 for a == 1, +-1 for a == -1, else 0)",
         egg_shape="(Bcast {a} {b})",
+    )
+)
+
+
+# ------------------------------------------------------------------------- fma
+
+
+def _fma_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    dtype = same_dtype("fma", ts)
+    if dtype is not DType.F32:
+        raise OpTypeError(f"'fma' computes in f32, got {ts[0]}")
+    return TensorType(dtype, broadcast_shapes(*(t.shape for t in ts)))
+
+
+register(
+    OpDef(
+        name="fma",
+        kind=OpKind.ELEMENTWISE,
+        operands=("a", "b", "c"),
+        infer=_fma_infer,
+        ref=lambda xs, attrs: fused_multiply_add(xs[0], xs[1], xs[2]),
+        flops=lambda ts, out, attrs: 2 * out.numel,
+        doc="a * b + c rounded once to f32 (IEEE fused multiply-add; numpy broadcasting): "
+        "ONNX Runtime's int8 elementwise kernels are written with it",
+        egg_shape="(Bcast {a} (Bcast {b} {c}))",
     )
 )
 

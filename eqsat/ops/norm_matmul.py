@@ -47,3 +47,21 @@ fused(
     (RMS_EPS,),
     same_shape=("wg", "wu"),
 )
+
+# The other side of a post-norm block (BERT): the product whose output, plus its bias
+# and the residual, the norm reads. layernorm(x@w + b + r) in one kernel whose output
+# tiles hold whole rows (ONNX Runtime's SkipLayerNormalization fused into the GEMM):
+# the sum never goes to DRAM and the norm's kernel goes away (eqsat/norm_epilogue.py
+# plans it, backend/norm_epilogue.py emits it).
+fused(
+    "matmul_bias_add_layernorm",
+    ("x", "w", "b", "r", "gamma", "beta"),
+    call(
+        "layernorm",
+        call("add", call("add", call("matmul", "x", "w"), "b"), "r"),
+        "gamma",
+        "beta",
+        eps=AttrRef("eps"),
+    ),
+    (LN_EPS,),
+)

@@ -94,3 +94,128 @@ def _elementwise(name: str, body) -> None:
 
 _elementwise("dequantize_add_quantize", _requantized("add"))
 _elementwise("dequantize_mul_quantize", _requantized("mul"))
+
+
+# ------------------------------------------- ONNX Runtime's QLinearAdd / QLinearMul
+# Their kernels' own f32 arithmetic (frontend/onnx/convert/quant.py), one elementwise
+# kernel each, i8 forms in and out (stored value = i8 form + offset). The scalars are
+# operands (constants of shape [], immediates of the kernel).
+
+_ZP = (AttrSpec("zero_point", AttrType.INT, 0, "zero point of the i8 result (-offset)"),)
+
+
+def _stored(x: str, offset: str) -> object:
+    """The stored value of an 8-bit operand in f32: its i8 form plus the offset."""
+    return call("add", call("cast", x, dtype="f32"), offset)
+
+
+def _rounded(real) -> object:
+    return call("quantize", real, scale=1.0, zero_point=AttrRef("zero_point"), dtype="i8")
+
+
+def _fused_i8(name: str, operands: tuple[str, ...], body) -> None:
+    register(replace(_make(name, operands, body, _ZP), egg_dtype="i8"))
+
+
+# round(fma(x, rx, fma(y, ry, f))) on stored values: QLinearAdd of two tensors
+_fused_i8(
+    "qlinear_add",
+    ("x", "y", "ox", "rx", "oy", "ry", "f"),
+    _rounded(call("fma", _stored("x", "ox"), "rx", call("fma", _stored("y", "oy"), "ry", "f"))),
+)
+# round(fma(x, rx, p)): QLinearAdd of a tensor and a scalar (p: the scalar's part)
+_fused_i8(
+    "qlinear_add_scalar",
+    ("x", "ox", "rx", "p"),
+    _rounded(call("fma", _stored("x", "ox"), "rx", "p")),
+)
+
+# round(fma(k, rk, fma(y, ry, f))): QLinearAdd whose first operand is known (k: its values)
+_fused_i8(
+    "qlinear_add_first",
+    ("k", "rk", "y", "oy", "ry", "f"),
+    _rounded(call("fma", "k", "rk", call("fma", _stored("y", "oy"), "ry", "f"))),
+)
+
+
+def _centered(x: str, zero: str) -> object:
+    return call("sub", call("cast", x, dtype="i32"), zero)
+
+
+# round(f32((x - zx) * (y - zy)) * m + zc): QLinearMul
+_fused_i8(
+    "qlinear_mul",
+    ("x", "y", "zx", "zy", "m", "zc"),
+    _rounded(
+        call(
+            "add",
+            call(
+                "mul",
+                call("cast", call("mul", _centered("x", "zx"), _centered("y", "zy")), dtype="f32"),
+                "m",
+            ),
+            "zc",
+        )
+    ),
+)
+# the same with (y - zy) known: an i32 constant k
+_fused_i8(
+    "qlinear_mul_const",
+    ("x", "zx", "k", "m", "zc"),
+    _rounded(
+        call(
+            "add",
+            call("mul", call("cast", call("mul", _centered("x", "zx"), "k"), dtype="f32"), "m"),
+            "zc",
+        )
+    ),
+)
+
+
+# A QLinearMatMul and the QLinearAdd of its bias after it (ORT's quantizer writes BERT's
+# linears so) in one kernel: the requantized i8 product leaves the accumulator through
+# the add's two fused multiply-adds, exactly as the two kernels compute it.
+_REQUANT = _quantized(call("qmatmul", "x", "w", a_zero=AttrRef("a_zero")))
+fused(
+    "qmatmul_requant_add_first",
+    ("k", "rk", "x", "w", "b", "s", "oy", "ry", "f"),
+    call(
+        "quantize",
+        call(
+            "fma",
+            "k",
+            "rk",
+            call("fma", call("add", call("cast", _REQUANT, dtype="f32"), "oy"), "ry", "f"),
+        ),
+        scale=1.0,
+        zero_point=AttrRef("out_zero"),
+        dtype="i8",
+    ),
+    (_A_ZERO, *_OUT, AttrSpec("out_zero", AttrType.INT, 0, "zero point of the add's i8 result")),
+    "i8",
+)
+
+# quantize(f32((x - a_zero) @ (y - b_zero)) * s): a QLinearMatMul of two activations
+# (attention's products: run-time zero points on both sides, their row and column sums
+# in the epilogue) with its requantization, one kernel
+fused(
+    "qmatmul2_dequant_quant",
+    ("x", "y", "s"),
+    call(
+        "quantize",
+        call(
+            "mul",
+            call(
+                "cast",
+                call("qmatmul", "x", "y", a_zero=AttrRef("a_zero"), b_zero=AttrRef("b_zero")),
+                dtype="f32",
+            ),
+            "s",
+        ),
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+        dtype="i8",
+    ),
+    (_A_ZERO, AttrSpec("b_zero", AttrType.INT, 0, "zero point subtracted from y"), *_OUT),
+    "i8",
+)

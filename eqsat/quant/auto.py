@@ -40,7 +40,7 @@ import numpy as np
 from eqsat.costs import op_cost
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ir.types import DType, TensorType
-from eqsat.quant.passes import QuantPlan
+from eqsat.quant.passes import QuantPlan, rotated_rows
 from eqsat.quant.sensitivity import FakeQuant, fake_weight, predicted_sqnr
 from eqsat.quant.weight_only import (
     DEFAULT_GROUP,
@@ -294,12 +294,15 @@ def mixed_plan(
     choices: Sequence[LayerChoice],
     rounding: str,
     act: str,
+    rotations: Mapping[int, int] | None = None,
 ) -> QuantPlan:
     """The model annotated for the chosen precisions: observe(x) on the inputs of int8
     groups (at the calibrated scales of `full`, the every-layer int8 plan, whose seeded
-    int8 weights are kept), wobserve(w) with each group's scheme on the weights of
+    int8 weights are kept; `rotations`: activation -> Hadamard block where `full`
+    rotates x and reads H^T w, as the int8 pass writes them), wobserve(w) with each group's scheme on the weights of
     weight-only and bf16 groups (their packed weights seeded as `--quantize w8a16` etc.
     seed them). f32 groups stay as they are."""
+    rotations = rotations or {}
     by_node = {i: c.precision for c in choices for i in c.layers}
     int8 = {i for i, p in by_node.items() if p == "int8"}
     b = GraphBuilder(graph.name, graph.dims)
@@ -318,8 +321,13 @@ def mixed_plan(
             if x not in observed:
                 scale, zp = full.act_qparams[x]
                 attrs = {"scale": scale, "zero_point": zp, "rounding": rounding}
-                observed[x] = b.add("observe", (new[x],), attrs)
+                src = new[x]
+                if x in rotations:
+                    src = b.add("hadamard", (src,), {"block": rotations[x]})
+                observed[x] = b.add("observe", (src,), attrs)
             inputs[0] = observed[x]
+            if x in rotations:
+                inputs[1] = rotated_rows(b, inputs[1], rotations[x])
         elif p != "f32":
             scheme = WEIGHT_ONLY[p]
             w = node.inputs[1]

@@ -27,6 +27,7 @@ from eqsat.quant.passes import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.passes import QuantPlan, plan_quantization
 from eqsat.quant.sqnr import sqnr_db
 
+AUTO_SQNR_MIN = 35.0  # --quantize auto's budget without --sqnr-min
 SCHEMES = ("int8", "w8a16", "w4a16", "fp8", "bf16", "auto")  # w*, fp8, bf16: quant/weight_only.py
 
 
@@ -103,13 +104,16 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--sqnr-min",
         type=float,
-        default=35.0,
+        default=None,
         metavar="DB",
         help="with --quantize auto: the end-to-end SQNR budget; each layer's sensitivity is "
         "measured on calibration data and every layer gets one of the precisions the "
         "hardware file declares (int8, fp8, w8a16, w4a16, bf16, f32): the fewest estimated "
         "cycles whose predicted SQNR stays >= DB (an exact knapsack), kept only if faster "
-        "than every uniform precision that meets DB (default 35)",
+        "than every uniform precision that meets DB (default 35). With --quantize int8: an "
+        "accuracy floor; where int8 everywhere is predicted under DB, the layer groups "
+        "whose int8 noise costs the most per cycle stay in a higher declared precision "
+        "(the same knapsack; the report names them; default: no floor)",
     )
     add_allow_extra_flag(g)
 
@@ -126,6 +130,7 @@ class QuantRun:
     scheme: str = "int8"
     layer_choices: list = field(default_factory=list)  # --quantize auto (eqsat/quant/auto.py)
     auto: Any = None  # eqsat.quant.auto.AutoResult with --quantize auto
+    floor: Any = None  # eqsat.quant.floor.FloorResult with --quantize int8 --sqnr-min
 
     @property
     def all_params(self) -> dict[str, np.ndarray]:
@@ -235,13 +240,13 @@ def prepare(
             params,
             samples,
             hw,
-            args.sqnr_min,
+            AUTO_SQNR_MIN if args.sqnr_min is None else args.sqnr_min,
             method,
             args.percentile,
             getattr(args, "activation_scheme", "asymmetric"),
             price=candidate_pricer(args, graph, hw, params, eval_inputs),
         )
-        described += f", mixed precision for >= {args.sqnr_min:g} dB"
+        described += f", mixed precision for >= {auto.sqnr_min:g} dB"
         run = QuantRun(auto.plan, params, eval_inputs, described, scheme="auto")
         run.layer_choices, run.auto = auto.choices, auto
         return run
@@ -262,7 +267,17 @@ def prepare(
     )
     if any(r.chosen for r in plan.rotations):
         described += f", Hadamard rotation ({rotate})"
-    return QuantRun(plan, params, eval_inputs, described)
+    floor = None
+    if getattr(args, "sqnr_min", None) is not None:
+        from eqsat.quant.floor import apply_floor
+        from hwsim import load_hardware
+
+        floor = apply_floor(graph, params, plan, samples, load_hardware(args.hw), args.sqnr_min)
+        plan = floor.plan
+        described += f", accuracy floor {args.sqnr_min:g} dB"
+    run = QuantRun(plan, params, eval_inputs, described)
+    run.floor = floor
+    return run
 
 
 def candidate_pricer(args: argparse.Namespace, graph: Graph, hw, params, eval_inputs):
@@ -357,6 +372,8 @@ def report(run: QuantRun, optimized: Graph) -> dict:
         from eqsat.quant.weight_only_run import weight_only_report
 
         return weight_only_report(run, optimized)
+    from eqsat.quant.floor import floor_report
+
     plan = run.plan
     return {
         "scheme": "int8",
@@ -378,6 +395,7 @@ def report(run: QuantRun, optimized: Graph) -> dict:
             }
             for r in plan.rotations
         ],
+        **({"floor": floor_report(run.floor)} if run.floor else {}),
     }
 
 
@@ -400,6 +418,10 @@ def summary_lines(run: QuantRun, optimized: Graph) -> list[str]:
         f"{r.rotated_db:.1f} dB: {'rotated' if r.chosen else 'as written'}"
         for r in run.plan.rotations
     ]
+    if run.floor is not None:
+        from eqsat.quant.floor import floor_summary
+
+        lines += floor_summary(run.floor)
     return lines
 
 

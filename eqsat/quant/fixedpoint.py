@@ -18,9 +18,11 @@ tests/quant/test_int_semantics.py draws arbitrary scales, zero points and
 accumulators (ties and overflow included) and checks interpreter == hwsim == this
 reference bit for bit, on single ops and on small programs simulated end to end.
 
-A real scale `m` (0 < m < 2**31) is approximated by `multiplier / 2**shift` with a
-31-bit multiplier (`multiplier < 2**31`) and the largest shift <= 62 that keeps it so,
-as gemmlowp and TFLite do. An i32 accumulator `x` becomes
+A real scale `m` (0 < |m| < 2**31) is approximated by `multiplier / 2**shift` with a
+31-bit multiplier magnitude (`|multiplier| < 2**31`) and the largest shift <= 62 that
+keeps it so, as gemmlowp and TFLite do. Multipliers are signed: a per-channel scale can
+be negative where the e-graph folds a float factor into it (a batch norm's scale of
+either sign), and both roundings are symmetric, so round(x * -m) = -round(x * m). An i32 accumulator `x` becomes
 
     q = saturate_i8( round(x * multiplier / 2**shift) + zero_point )
 
@@ -43,19 +45,21 @@ MULTIPLIER_LIMIT = 2**31
 
 
 def multiplier_shift(scale: float) -> tuple[int, int]:
-    """(multiplier < 2**31, shift <= 62) with multiplier / 2**shift closest to `scale`.
+    """(multiplier, shift <= 62) with |multiplier| < 2**31 and multiplier / 2**shift
+    closest to `scale`; the multiplier carries the scale's sign.
 
-    A scale of 0 gives (0, 0); scales >= 2**31 are clamped to the largest multiplier.
+    A scale of 0 gives (0, 0); |scale| >= 2**31 is clamped to the largest multiplier.
     """
     scale = float(scale)
-    if not scale >= 0:
-        raise ValueError(f"a requantization scale must be >= 0, got {scale}")
+    if scale != scale:
+        raise ValueError(f"a requantization scale must be a number, got {scale}")
     if scale == 0:
         return 0, 0
+    sign, mag = (-1, -scale) if scale < 0 else (1, scale)
     shift = MAX_SHIFT
-    while shift > 0 and round(scale * 2.0**shift) >= MULTIPLIER_LIMIT:
+    while shift > 0 and round(mag * 2.0**shift) >= MULTIPLIER_LIMIT:
         shift -= 1
-    return min(round(scale * 2.0**shift), MULTIPLIER_LIMIT - 1), shift
+    return sign * min(round(mag * 2.0**shift), MULTIPLIER_LIMIT - 1), shift
 
 
 def rounding_shift(p: np.ndarray, shift: np.ndarray | int, rounding: str) -> np.ndarray:
@@ -98,11 +102,12 @@ def requantize_fixed(
 def channel_multipliers(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (multipliers, shifts) as int64 arrays shaped like `scales`.
 
-    Scales are magnitudes: negative and NaN scales count as 0 (the output is the zero
-    point, as hwsim's multipliers are unsigned); +inf as the largest multiplier.
+    Signed: a negative scale gives a negative multiplier. A NaN scale counts as 0 (the
+    output is the zero point); +-inf as the largest multiplier of that sign.
     """
     flat = np.asarray(scales, dtype=np.float64).reshape(-1)
-    flat = np.nan_to_num(np.maximum(flat, 0.0), nan=0.0, posinf=float(MULTIPLIER_LIMIT))
+    limit = float(MULTIPLIER_LIMIT)
+    flat = np.nan_to_num(flat, nan=0.0, posinf=limit, neginf=-limit)
     pairs = [multiplier_shift(s) for s in flat]
     mult = np.array([m for m, _ in pairs], dtype=np.int64).reshape(np.shape(scales))
     shift = np.array([s for _, s in pairs], dtype=np.int64).reshape(np.shape(scales))

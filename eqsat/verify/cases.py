@@ -51,6 +51,7 @@ _PROBE_ATTRS = {
     "name": "x",
     "block": 2,  # hadamard: a power of two dividing the probe's last axis
     "kernel": (1, 1),  # pooling windows
+    "size": (1, 1),  # a Winograd output
 }
 
 

@@ -290,7 +290,8 @@ def _bound(assume) -> float:
 
 def draw_within_assumptions(direction, inst: Instance, inputs: dict) -> dict:
     """Move each input a rule makes an assumption about into the assumed domain
-    (`s > 0`: c + |s| + a margin; `abs(a) >= c`: a pushed out past c, sign kept), so
+    (`s > 0`: c + |s| + a margin; `abs(a) >= c`: a pushed out past c, sign kept;
+    `abs(a) <= c`: a scaled into the bound, its pattern kept), so
     that every example checks the rule where it claims to hold."""
     out = dict(inputs)
     graph = inst.builder.graph
@@ -305,6 +306,10 @@ def draw_within_assumptions(direction, inst: Instance, inputs: dict) -> dict:
         step = 1.0 if dtype.is_int else max(abs(c), 1.0) * 1e-3
         if assume.magnitude and assume.op in (">", ">="):
             x = np.where(x < 0, -1.0, 1.0) * (c + step + np.abs(x))
+        elif assume.magnitude and assume.op in ("<", "<=") and c > 0:
+            top = float(np.abs(x).max()) if x.size else 0.0
+            if top > c or (assume.op == "<" and top == c):  # scaled into the bound
+                x = x * ((c - step) / top)
         elif assume.op in (">", ">="):
             x = c + step + np.abs(x)
         elif assume.op in ("<", "<="):

@@ -299,7 +299,7 @@ class _Generator(AttributeChoices):
 
     def invert(self, term: ast.Call, op: OpDef, want: TensorType):
         """(the first operand's type, attributes) for ops whose result type does not
-        follow the first operand's: matrix products and transposes."""
+        follow the first operand's: matrix products, transposes, a Winograd output."""
         if self._contracts(op) and want.rank >= 2:
             # [..., M, K] @ [K, N] -> [..., M, N]
             return want.with_shape((*want.shape[:-1], self.draw(self.space.sides()))), {}
@@ -314,6 +314,15 @@ class _Generator(AttributeChoices):
             for i, p in enumerate(perm):
                 shape[p] = want.shape[i]  # out[i] = x[perm[i]]
             return want.with_shape(tuple(shape)), {"perm": tuple(perm)}
+        if op.name == "winograd_output" and want.rank == 4:
+            # [N, O, HO, WO] from [(m+2)^2, N * tiles, O]
+            from eqsat.ops.winograd import TILE_SIZES, tiles
+
+            m = self.draw(choice(TILE_SIZES))
+            n, o, ho, wo = want.shape
+            th, tw = tiles((ho, wo), m)
+            first = want.with_shape(((m + 2) ** 2, n * th * tw, o))
+            return first, {"m": m, "size": (ho, wo)}
         return None, {}
 
     def fit_contraction(self, term: ast.Call, op: OpDef, t0: TensorType) -> TensorType:

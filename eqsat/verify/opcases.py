@@ -30,10 +30,11 @@ from eqsat.verify.cases import (
     maybe,
 )
 from eqsat.verify.opcases_attention import ATTENTION_GENERATORS
-from eqsat.verify.opcases_masks import MASK_GENERATORS
+from eqsat.verify.opcases_masks import MASK_GENERATORS, QLINEAR_GENERATORS
 from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
+from eqsat.verify.opcases_winograd import WINOGRAD_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
 
 __all__ = ["OP_GENERATORS", "Family", "OpCase", "accepts_first", "broadcast_partner", "draw_case"]
@@ -208,6 +209,13 @@ def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
         if OP_GENERATORS[node.op] in (BINARY, MATMUL) and all(f is not None for f in fixed):
             # Both operands already typed (mul(x, sigmoid(x))): nothing left to draw.
             case = OpCase(node.op, tuple(fixed))
+        elif node.op == "fma" and fixed[2] is not None:
+            # the addend is a call below (a chain of fmas): the factors not typed yet take
+            # its shape, the second one its shape or a scalar
+            c = fixed[2]
+            a = fixed[0] or TensorType(c.dtype, c.shape)
+            b = fixed[1] or TensorType(c.dtype, draw(st.sampled_from([(), c.shape])))
+            case = OpCase(node.op, (a, b, c))
         else:
             case = OP_GENERATORS[node.op].draw(draw, sub, fixed[0], space)
         in_types = list(case.in_types[::-1] if swap else case.in_types)
@@ -317,11 +325,13 @@ OP_GENERATORS.update(MASK_GENERATORS)  # math and mask ops, gelu (opcases_masks.
 OP_GENERATORS.update(SPATIAL_GENERATORS)  # pooling, pad, gather, grouped conv2d
 OP_GENERATORS.update(SCAN_GENERATORS)  # cumsum
 OP_GENERATORS.update(ROTATION_GENERATORS)  # hadamard
+OP_GENERATORS.update(WINOGRAD_GENERATORS)  # F(m, 3) transforms
 # Fused kernels are generated from their composition: a new one needs no entry.
 OP_GENERATORS.update(
     {name: FUSED for name, op in REGISTRY.items() if op.kind is OpKind.FUSED and op.composition}
 )
 OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
+OP_GENERATORS.update(QLINEAR_GENERATORS)  # two tensors that broadcast, scalars: their own
 
 
 def accepts_first(op: str, t: TensorType) -> bool:

@@ -80,12 +80,21 @@ def _draw_where(draw, op: OpDef, first, space: Space) -> OpCase:
     return OpCase(op.name, (cond, TensorType(dtype, a_shape), TensorType(dtype, b_shape)))
 
 
+def _draw_fma(draw, op: OpDef, first, space: Space) -> OpCase:
+    """a (f32) first; b broadcasts with a, c with both."""
+    a = first_operand(draw, op, first, space, (DType.F32,))
+    b_shape = broadcast_partner(draw, a.shape, space)
+    c_shape = broadcast_partner(draw, broadcast_shapes(a.shape, b_shape), space)
+    return OpCase(op.name, (a, TensorType(DType.F32, b_shape), TensorType(DType.F32, c_shape)))
+
+
 UNARY = Family(accepts_dtype, _draw_unary)
 BINARY = Family(accepts_dtype, _draw_binary)
 GELU = Family(accepts_dtype, _draw_gelu)
 CLIP = Family(lambda op, t: True, _draw_clip)
 HARD_SIGMOID = Family(accepts_dtype, _draw_hard_sigmoid)
 WHERE = Family(lambda op, t: t.dtype is DType.I8, _draw_where)
+FMA = Family(lambda op, t: t.dtype is DType.F32, _draw_fma)
 
 FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
     UNARY: (
@@ -116,8 +125,49 @@ FAMILY_MEMBERS: dict[Family, tuple[str, ...]] = {
     CLIP: ("clip",),
     HARD_SIGMOID: ("hard_sigmoid",),
     WHERE: ("where",),
+    FMA: ("fma",),
 }
 
 MASK_GENERATORS: dict[str, Family] = {
     name: family for family, names in FAMILY_MEMBERS.items() for name in names
 }
+
+
+# ONNX Runtime's QLinearAdd / QLinearMul kernels (eqsat/ops/quant_ort.py): two i8
+# tensors that broadcast together (a body walk draws them apart, rarely compatible) and
+# scalars (offsets, ratios, the fixed part, zero points, the multiplier).
+_QLINEAR_SCALARS = {
+    "qlinear_add": ("ox", "rx", "oy", "ry", "f"),
+    "qlinear_add_scalar": ("ox", "rx", "p"),
+    "qlinear_add_first": ("rk", "oy", "ry", "f"),
+    "qlinear_mul": ("zx", "zy", "m", "zc"),
+    "qlinear_mul_const": ("zx", "m", "zc"),
+}
+_I32_SCALARS = {"zx", "zy"}
+
+
+def _draw_qlinear(draw, op: OpDef, first, space: Space) -> OpCase:
+    """The first operand as given (i8, or f32 for the known operand k of
+    qlinear_add_first; k i32 for qlinear_mul_const), the other tensor a broadcast
+    partner of it, every other operand a scalar."""
+    a = first_operand(draw, op, first, space, (_qlinear_first_dtype(op),))
+    scalars = _QLINEAR_SCALARS[op.name]
+    types = []
+    for name in op.operands:
+        if name == op.operands[0]:
+            types.append(a)
+        elif name in scalars:
+            types.append(TensorType(DType.I32 if name in _I32_SCALARS else DType.F32, ()))
+        else:  # the other tensor operand
+            dtype = DType.I32 if name == "k" else DType.I8
+            types.append(TensorType(dtype, broadcast_partner(draw, a.shape, space)))
+    zero = draw(st.integers(-128, 127))
+    return OpCase(op.name, tuple(types), {"zero_point": zero})
+
+
+def _qlinear_first_dtype(op: OpDef) -> DType:
+    return DType.F32 if op.name == "qlinear_add_first" else DType.I8
+
+
+QLINEAR = Family(lambda op, t: t.dtype is _qlinear_first_dtype(op), _draw_qlinear)
+QLINEAR_GENERATORS: dict[str, Family] = dict.fromkeys(_QLINEAR_SCALARS, QLINEAR)

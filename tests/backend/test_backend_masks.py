@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from backend.ewise_ops import EXPR
-from backend.expr import Bin, Leaf, Sel, Un, fold, ops_of
+from backend.expr import Bin, Fmadd, Leaf, Sel, Un, fold, ops_of
 from eqsat.costs import kernel_work
 from eqsat.interpreter import evaluate, random_bindings
 from eqsat.ir.graph import GraphBuilder
@@ -121,6 +121,13 @@ def test_float_edges_simulate_exactly():
     simulate_exactly("clip", [x], {"min": -1.0, "max": 0.5})
     simulate_exactly("clip", [x], {"min": 1.0, "max": -1.0})
     simulate_exactly("pow", [np.abs(y), x])
+    # one rounding: 1 + 2^-11 + 2^-24 is halfway between two f32 values (ties to even)
+    t = np.float32(1 + 2.0**-12)
+    tie = np.full(8, t, np.float32)
+    assert simulate_exactly("fma", [tie, tie, np.zeros(8, np.float32)])[0] == np.float32(
+        1 + 2.0**-11
+    )
+    simulate_exactly("fma", [x, y, x[::-1].copy()])
 
 
 def test_exact_gelu_is_fused_into_the_matmul_epilogue():
@@ -139,7 +146,12 @@ def test_exact_gelu_is_fused_into_the_matmul_epilogue():
 
 
 def _instruction_names(e) -> list[str]:
-    names = {Un: lambda n: n.op, Bin: lambda n: n.op, Sel: lambda n: "select"}
+    names = {
+        Un: lambda n: n.op,
+        Bin: lambda n: n.op,
+        Sel: lambda n: "select",
+        Fmadd: lambda n: "fma",
+    }
     return [names[type(n)](n) for n in ops_of(fold(e))]
 
 

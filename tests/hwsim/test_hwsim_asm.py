@@ -122,11 +122,14 @@ instrs = st.one_of(
         dst=tiles(),
         a=tiles(),
         b=st.one_of(st.none(), tiles()),
-        c=tiles(),
-        bcast=st.sampled_from(BCASTS),
+        c=st.one_of(st.none(), tiles()),
         vector_queue=st.booleans(),
         **deps(),
-    ).map(lambda i: i if i.b is not None else dataclasses.replace(i, imm=1.5, bcast="none")),
+    ).map(
+        lambda i: dataclasses.replace(
+            i, imm_b=1.5 if i.b is None else None, imm_c=-0.25 if i.c is None else None
+        )
+    ),
     st.builds(Reduce, op=st.sampled_from(REDUCE_OPS), dst=tiles(), src=tiles(), **deps()),
     st.builds(Transpose, dst=tiles(), src=tiles(), **deps()),
     st.builds(

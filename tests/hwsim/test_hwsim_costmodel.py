@@ -45,8 +45,14 @@ def test_matmul_picks_the_cheapest_tile():
     # replayed on the queues (hwsim/gemm_queues.py): A0 load 0-9 (lands 19), B 9-26
     # (36), A1 26-35 (45); matmul 36-61, move 61-70, store 70-79 (lands 89); matmul
     # 70-95, move 95-104, store 104-113 (lands 123): launch 100 + 123
+    assert matmul_tiling_cost(TINY, MM8, (4, 8, 8)).cycles == 223
+    # (8, 4, 8) starts sooner: its first K step in two pieces (first_pieces), A's and
+    # B's first halves land at 19 and 24, the first piece's product runs 24-41 while the
+    # second halves land (38, 43), the second's 43-60; move 60-69, store 69-78; the next
+    # output tile's B loads 41-50 (lands 60): matmul 69-94, move 94-103, store 103-112
+    # (lands 122): launch 100 + 122
     c = kernel_cycles(TINY, MM8)
-    assert c.tile == (4, 8, 8) and c.cycles == 223 and c.feasible
+    assert c.tile == (8, 4, 8) and c.cycles == 222 and c.feasible
     assert c.cycles < matmul_tiling_cost(TINY, MM8, (8, 8, 8)).cycles
 
 

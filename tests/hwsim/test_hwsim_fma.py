@@ -1,5 +1,5 @@
-"""The vector unit's fused multiply-add (isa.Fma): rounded once, broadcast like a binary
-op, verified, priced one pass per element, and the GEMV step built on it."""
+"""The vector unit's fused multiply-add (isa.Fma): rounded once, its operands broadcast
+by shape, verified, priced one pass per element, and the GEMV step built on it."""
 
 from __future__ import annotations
 
@@ -77,35 +77,40 @@ def _run_fma(ins: Fma, arrays: dict[str, np.ndarray]) -> np.ndarray:
     return simulate(program, EDGE, {k: v for k, v in arrays.items() if k in tiles}).outputs["y"]
 
 
+SHAPES = ("full", "row", "col", "imm")
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     rows=st.integers(1, 5),
     cols=st.integers(1, 9),
-    bcast=st.sampled_from(["none", "row", "col", "imm"]),
-    c_shape=st.sampled_from(["full", "row", "col", "dst"]),
+    b_shape=st.sampled_from(SHAPES),
+    c_shape=st.sampled_from([*SHAPES, "dst"]),
     seed=st.integers(0, 99),
 )
-def test_fma_instruction_broadcasts_as_numpy(rows, cols, bcast, c_shape, seed):
+def test_fma_instruction_broadcasts_as_numpy(rows, cols, b_shape, c_shape, seed):
     rng = np.random.default_rng(seed)
     dst = Tile("sram", 0, rows, cols, "f32")
     a = Tile("sram", 1024, rows, cols, "f32")
-    b_shape = {"none": (rows, cols), "row": (1, cols), "col": (rows, 1), "imm": None}[bcast]
-    cs = {"full": (rows, cols), "row": (1, cols), "col": (rows, 1), "dst": (rows, cols)}[c_shape]
-    b = None if b_shape is None else Tile("sram", 2048, *b_shape, "f32")
-    c = dst if c_shape == "dst" else Tile("sram", 3072, *cs, "f32")
-    imm = 0.375 if b is None else None
-    ins = Fma(dst=dst, a=a, b=b, imm=imm, c=c, bcast="none" if bcast == "imm" else bcast)
+    shape = {"full": (rows, cols), "row": (1, cols), "col": (rows, 1), "dst": (rows, cols)}
+    b = Tile("sram", 2048, *shape[b_shape], "f32") if b_shape != "imm" else None
+    c = None if c_shape == "imm" else Tile("sram", 3072, *shape[c_shape], "f32")
+    imm_b = 0.375 if b is None else None
+    imm_c = -1.25 if c is None else None
+    ins = Fma(dst=dst, a=a, b=b, c=c, imm_b=imm_b, imm_c=imm_c)
     arrays = {"a": rng.standard_normal((rows, cols)).astype(F32)}
-    if b_shape is not None:
-        arrays["b"] = rng.standard_normal(b_shape).astype(F32)
-    arrays["c"] = rng.standard_normal(cs).astype(F32)
+    if b is not None:
+        arrays["b"] = rng.standard_normal(shape[b_shape]).astype(F32)
+    if c is not None:
+        arrays["c"] = rng.standard_normal(shape[c_shape]).astype(F32)
     if c_shape == "dst":  # c is the destination: load it there (a multiply-accumulate)
         ins = Fma(**{**ins.__dict__, "c": Tile("sram", 0, rows, cols, "f32")})
     got = _run_fma(ins, arrays)
-    bv = F32(imm) if b is None else arrays["b"]
-    want = np.broadcast_to(fma(arrays["a"], bv, arrays["c"]), (rows, cols))
+    bv = F32(imm_b) if b is None else arrays["b"]
+    cv = F32(imm_c) if c is None else arrays["c"]
+    want = np.broadcast_to(fma(arrays["a"], bv, cv), (rows, cols))
     assert np.array_equal(got, want)
-    exact = arrays["a"].astype(np.float64) * np.float64(bv) + arrays["c"]
+    exact = arrays["a"].astype(np.float64) * np.float64(bv) + cv
     np.testing.assert_allclose(got, exact, rtol=2**-23, atol=0)
     # one pass per element on the vector unit, like a binary op
     unit, cycles = timing.instruction_cost(EDGE, ins)
@@ -117,21 +122,26 @@ def test_fma_instruction_broadcasts_as_numpy(rows, cols, bcast, c_shape, seed):
 def test_fma_verifier_and_assembly():
     full, row, col = (Tile("sram", 0, 4, 8, "f32"), Tile("sram", 512, 1, 8, "f32"),
                       Tile("sram", 768, 4, 1, "bf16"))  # fmt: skip
-    good = Fma(dst=full, a=full, b=col, bcast="col", c=row, vector_queue=True, wait=("t",))
+    good = Fma(dst=full, a=full, b=col, c=row, vector_queue=True, wait=("t",))
     assert instr_problem(good, {}) is None
     line = format_instr(good)
-    assert line.startswith("fma ") and "bcast=col" in line and "queue=vector" in line
+    assert line.startswith("fma ") and "queue=vector" in line
     text = f".output y f32 [1]\n\n{line}\n"
     assert parse(text, verify=False).instrs == (good,)
-    imm = Fma(dst=full, a=full, imm=-2.5, c=full)
-    assert parse(f".output y f32 [1]\n\n{format_instr(imm)}\n", verify=False).instrs == (imm,)
+    for imm in (
+        Fma(dst=full, a=full, imm_b=-2.5, c=full),
+        Fma(dst=full, a=row, b=col, imm_c=0.5),
+        Fma(dst=full, a=full, imm_b=3.0, imm_c=-0.0),
+    ):
+        assert instr_problem(imm, {}) is None
+        text = f".output y f32 [1]\n\n{format_instr(imm)}\n"
+        assert parse(text, verify=False).instrs == (imm,)
     bad = {
-        "needs b of 4x1": Fma(dst=full, a=full, b=row, bcast="col", c=full),
         "float tiles": Fma(dst=full, a=Tile("sram", 0, 4, 8, "i32"), b=full, c=full),
-        "addend 2x8": Fma(dst=full, a=full, b=full, c=Tile("sram", 0, 2, 8, "f32")),
-        "either a tile b or an immediate": Fma(dst=full, a=full, c=full),
-        "cannot be broadcast": Fma(dst=full, a=full, imm=1.0, bcast="row", c=full),
-        "shape mismatch": Fma(dst=full, a=row, imm=1.0, c=full),
+        "operand 2x8": Fma(dst=full, a=full, b=full, c=Tile("sram", 0, 2, 8, "f32")),
+        "operand 1x4": Fma(dst=full, a=full, b=Tile("sram", 0, 1, 4, "f32"), c=full),
+        "tile or an immediate": Fma(dst=full, a=full, c=full),
+        "for each of b and c": Fma(dst=full, a=full, b=full, imm_b=1.0, c=full),
     }
     for message, ins in bad.items():
         assert message in (instr_problem(ins, {}) or ""), message

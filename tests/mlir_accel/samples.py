@@ -54,16 +54,18 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
         Select(dst=A, cond=Q, a=A, b=B, **DEPS),
         Select(dst=A, cond=Q, imm_a=float("inf"), imm_b=-0.0, **DEPS),
     ),
+    Fma: (
+        Fma(dst=A, a=A, b=ROW, c=A, **DEPS),
+        Fma(dst=A, a=A, imm_b=0.25, imm_c=-3.5, **DEPS),
+        Fma(dst=A, a=A, b=FCOL, c=ROW, vector_queue=True, **DEPS),
+        Fma(dst=A, a=B, imm_b=-0.5, c=A, **DEPS),
+    ),
     Reduce: (Reduce(op="max", dst=COL, src=A, **DEPS),),
     Transpose: (Transpose(dst=B, src=B, **DEPS),),
     Requantize: (
         Requantize(
             dst=Q, src=ACC, multiplier=1 << 30, shift=37, zero_point=-3, rounding="away", **DEPS
         ),
-    ),
-    Fma: (
-        Fma(dst=A, a=A, b=FCOL, c=ROW, bcast="col", vector_queue=True, **DEPS),
-        Fma(dst=A, a=B, imm=-0.5, c=A, **DEPS),
     ),
     Custom: (Custom(name="swiglu", dst=A, srcs=(A, ROW, COL), **DEPS),),
     LoadDq: (

@@ -66,6 +66,12 @@ def test_multiplier_shift_is_31_bit_and_close(scale) -> None:
     assert requant_params(scale) == (m, k)  # the backend uses the same form
 
 
+@given(st.floats(1e-9, 1e6, allow_nan=False))
+def test_a_negative_scale_negates_the_multiplier(scale) -> None:
+    m, k = multiplier_shift(scale)
+    assert multiplier_shift(-scale) == (-m, k)
+
+
 @pytest.mark.parametrize("rounding", ["even", "away"])
 def test_requantize_op_uses_the_fixed_point_form(rounding) -> None:
     x = np.arange(-3000, 3000, 7, dtype=np.int32)

@@ -111,6 +111,7 @@ def test_requantize_interpreter_hwsim_reference(scale, zp8, zp32, rounding, draw
 @SLOW
 @given(
     channel_scales=st.lists(scales, min_size=8, max_size=8),
+    signs=st.lists(st.sampled_from([1.0, -1.0]), min_size=8, max_size=8),
     out_scale=st.floats(1e-3, 1e3),
     zp=st.integers(-128, 127),
     relu=st.booleans(),
@@ -118,12 +119,14 @@ def test_requantize_interpreter_hwsim_reference(scale, zp8, zp32, rounding, draw
     drawn=st.lists(st.integers(I32_MIN, I32_MAX), min_size=8, max_size=40),
 )
 def test_requantize_pc_interpreter_hwsim_reference(
-    channel_scales, out_scale, zp, relu, rounding, drawn
+    channel_scales, signs, out_scale, zp, relu, rounding, drawn
 ):
-    """Per-channel requantization, each channel its own arbitrary scale."""
+    """Per-channel requantization, each channel its own arbitrary scale of either sign
+    (the e-graph folds a batch norm's factor, of any sign, into a channel's scale)."""
     s = np.array(channel_scales, dtype=np.float32) * np.float32(out_scale)
     s = np.where(s > 0, s, np.float32(1e-7)).astype(np.float32)
-    x = accumulators(float(s[0] / out_scale), drawn)
+    s = (s * np.array(signs, dtype=np.float32)).astype(np.float32)
+    x = accumulators(abs(float(s[0] / out_scale)), drawn)
     b = GraphBuilder("rqpc")
     xin = b.leaf("input", "x", TensorType(DType.I32, x.shape))
     sin = b.leaf("param", "s", TensorType(DType.F32, (8,)))

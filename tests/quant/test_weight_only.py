@@ -227,8 +227,10 @@ def test_hardware_file_weight_dtypes_are_checked(tmp_path) -> None:
 
 @pytest.mark.parametrize(("bits", "bf16"), [(4, False), (8, False), (4, True)])
 def test_mlir_dequantizes_like_the_reference(bits, bf16) -> None:
-    """The MLIR emitter (backend/mlir/weight_only.py) run by IREE: exact on small
-    integer activations; wq_pack/wq_scales of a given param fold into constants."""
+    """The MLIR emitter (backend/mlir/weight_only.py) run by IREE: the dequantized
+    product within float rounding of the reference (IREE's vectorized reductions sum in
+    another order; a wrong group, scale or nibble is off by far more);
+    wq_pack/wq_scales of a given param fold into constants."""
     pytest.importorskip("iree.runtime", reason="IREE is not installed (the [iree] extra)")
     from backend.mlir import emit_mlir
     from backend.mlir.iree import run_iree
@@ -251,7 +253,8 @@ def test_mlir_dequantizes_like_the_reference(bits, bf16) -> None:
     run = run_iree(emit_mlir(graph, consts=bindings), bindings)
     want = evaluate(graph, bindings)
     for name in ("y", "z"):
-        np.testing.assert_array_equal(run.outputs[name], want[name])
+        scale = float(np.max(np.abs(want[name])))
+        np.testing.assert_allclose(run.outputs[name], want[name], rtol=0, atol=4e-7 * scale)
 
 
 def test_e4m3_bytes_decode_as_ml_dtypes_does() -> None:

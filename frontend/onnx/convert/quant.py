@@ -616,22 +616,95 @@ def _dq(cx: Cx, x: Value, s: Value, z: Value | None) -> Value:
     return dequantize_values(cx, x, s, z)
 
 
-def _binary(cx: Cx, op_name: str) -> list[Value]:
-    a, a_s, a_z, b, b_s, b_z, c_s, c_z = (cx.opt(i) for i in range(8))
-    y = cx.emit(op_name, [_dq(cx, a, a_s, a_z), _dq(cx, b, b_s, b_z)])
-    return [quantize_values(cx, y, c_s, c_z, _qtype(cx, c_z))]
+def _qlinear_params(cx: Cx) -> tuple[float, int, float, int, float, int, int]:
+    """(a_scale, a_zero, b_scale, b_zero, c_scale, c_zero, quantized type) of a
+    QLinearAdd/QLinearMul: one known value each (ORT's kernels take scalars)."""
+    found = []
+    for i in (1, 2, 4, 5, 6, 7):
+        v = cx.opt(i)
+        value = 0 if v is None else _uniform(cx.known(i, "a scale or zero point of a QLinear op"))
+        require(value is not None, f"{cx.op_type}: per-axis scales and zero points")
+        found.append(value)
+    sa, za, sb, zb, sc, zc = found
+    return float(sa), int(za), float(sb), int(zb), float(sc), int(zc), _qtype(cx, cx.opt(7))
+
+
+def _raw_f32(cx: Cx, x: Value) -> Value:
+    """An int8/uint8 tensor's values in f32 (exact), from its i8 form."""
+    x8, off = as_i8(cx, x)
+    real = cx.emit("cast", [x8], {"dtype": "f32"}, F32)
+    return cx.emit("add", [real, _f32(off)])  # 0 too: one form for qlinear-add to match
+
+
+def _span_is_scalar(cx: Cx, v: Value, other: Value) -> bool:
+    """Whether ONNX Runtime's broadcast loop hands `v` to the kernel as one scalar per
+    call: one element, or a trailing axis of 1 where the other operand's is longer."""
+    shape, theirs = cx.shape(v), cx.shape(other)
+    if all(d is not None and d.is_int and d.coef == 1 for d in shape):
+        return True
+    last, other_last = (shape[-1] if shape else None), (theirs[-1] if theirs else None)
+    one = last is not None and last.is_int and last.coef == 1
+    longer = other_last is not None and not (other_last.is_int and other_last.coef == 1)
+    return one and longer
+
+
+def _requantized_i8(cx: Cx, real: Value, qt: int) -> Value:
+    """saturate(round(real)) of type qt (real holds the result's value, zero point
+    included), as the ONNX value; computed in the i8 form: round(real) - offset."""
+    off = OFFSET[qt]
+    q8 = cx.emit("quantize", [real], {"scale": 1.0, "zero_point": -off, "dtype": "i8"})
+    return _from_i8(cx, q8, qt)
 
 
 @op("QLinearAdd", domain=MS)
 def qlinear_add(cx: Cx) -> list[Value]:
-    """quantize(dequantize(a) + dequantize(b)) (ORT computes it with one rescale of
-    each operand: it may round the other way at a tie)."""
-    return _binary(cx, "add")
+    """ONNX Runtime's QLinearAdd (MlasQLinearAdd, x86 with FMA) exactly: with
+    r_a = a_scale / c_scale and r_b = b_scale / c_scale in f32 and the fixed part
+    F = c_zero - fma(r_a, a_zero, r_b * b_zero), c = saturate(round(fma(a, r_a,
+    fma(b, r_b, F)))) on the stored values a and b (no zero point subtracted): not
+    quantize(dequantize(a) + dequantize(b)), which rounds the other way at some ties.
+    A scalar operand (one element per broadcast step) joins the fixed part instead:
+    fma(a, r_a, F + b * r_b), the other operand then being `a`."""
+    sa, za, sb, zb, sc, zc, qt = _qlinear_params(cx)
+    a, b = cx.input(0), cx.input(3)
+    require(
+        qt in EIGHT_BIT and a.onnx_type == qt and b.onnx_type == qt, "QLinearAdd of int8 or uint8"
+    )
+    if _span_is_scalar(cx, a, b) and not _span_is_scalar(cx, b, a):
+        a, b, sa, za, sb, zb = b, a, sb, zb, sa, za  # ORT passes the vector first
+    from hwsim.vecmath import fma
+
+    ra, rb = np.float32(sa) / np.float32(sc), np.float32(sb) / np.float32(sc)
+    fixed = np.float32(zc) - fma(ra, np.float32(za), rb * np.float32(zb))
+    if _span_is_scalar(cx, b, a):
+        part = cx.emit("add", [cx.emit("mul", [_raw_f32(cx, b), _f32(rb)]), _f32(fixed)])
+    else:
+        part = cx.emit("fma", [_raw_f32(cx, b), _f32(rb), _f32(fixed)])
+    real = cx.emit("fma", [_raw_f32(cx, a), _f32(ra), part])
+    return [_requantized_i8(cx, real, qt)]
 
 
 @op("QLinearMul", domain=MS)
 def qlinear_mul(cx: Cx) -> list[Value]:
-    return _binary(cx, "mul")
+    """ONNX Runtime's QLinearMul exactly: the integer product (a - a_zero)(b - b_zero)
+    (exact in i32 and in f32), times m = a_scale * b_scale / c_scale (in f32, that
+    order), plus c_zero in f32, rounded and saturated."""
+    sa, za, sb, zb, sc, zc, qt = _qlinear_params(cx)
+    a, b = cx.input(0), cx.input(3)
+    require(
+        qt in EIGHT_BIT and a.onnx_type == qt and b.onnx_type == qt, "QLinearMul of int8 or uint8"
+    )
+    m = np.float32(np.float32(sa) * np.float32(sb)) / np.float32(sc)
+
+    def centered(x: Value, z: int) -> Value:
+        x8, off = as_i8(cx, x)
+        wide = cx.emit("cast", [x8], {"dtype": "i32"}, I32)
+        return cx.emit("sub", [wide, _i32(z - off)], onnx_type=I32)  # one form, 0 too
+
+    prod = cx.emit("mul", [centered(a, za), centered(b, zb)], onnx_type=I32)
+    real = cx.emit("mul", [cx.emit("cast", [prod], {"dtype": "f32"}, F32), _f32(m)])
+    real = cx.emit("add", [real, _f32(np.float32(zc))])
+    return [_requantized_i8(cx, real, qt)]
 
 
 @op("QLinearSoftmax", domain=MS)

@@ -6,8 +6,8 @@
 
 kernel      matmul_bias_relu.h
 load        sram@0:4x8:f32 <- x[0:4x8/8]  signal=k0.g1al0
-load        sram@1280:1x16:f32 <- b[0:1x16/16]  signal=k0.g1el0
 load        sram@256:8x16:f32 <- w[0:8x16/16]  signal=k0.g1bl0
+load        sram@1280:1x16:f32 <- b[0:1x16/16]  signal=k0.g1el0
 matmul      acc@0:4x16:f32 <- sram@0:4x8:f32, sram@256:8x16:f32  wait=k0.g1al0,k0.g1bl0  signal=k0.g1af0,k0.g1bf0
 binary.add  sram@1408:4x16:f32 <- acc@0:4x16:f32, sram@1280:1x16:f32  bcast=row  wait=k0.g1el0
 unary.relu  sram@1408:4x16:f32 <- sram@1408:4x16:f32  signal=k0.g1ef0,k0.g1s0

@@ -1,0 +1,130 @@
+"""A normalization in the epilogue of a matrix product (eqsat/ops/norm_matmul.py):
+matmul_bias_add_layernorm, ONNX Runtime's SkipLayerNormalization inside the GEMM.
+
+The kernel is the GEMM of the inner product (matmul_bias_add: backend/lower_contract.py)
+at a tile whose N loop has one step, so that each output tile holds whole rows. Its
+`OutWriter` carries a `NormEpilogue`: the epilogue expression (bias, residual) writes
+into an f32 sum tile instead of the output slot (the fused body is computed in f32), then the vector unit
+runs the row program of eqsat/row_plan.py (the instructions the standalone layernorm
+kernel runs, so results match it) from the sum tile into the output slot, in row
+chunks, each stored while the next is normalized (eqsat/norm_epilogue.py row_chunks). The parameter rows are loaded once, before the loop. Planned (and priced) by
+eqsat/norm_epilogue.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eqsat.costs import op_cost
+from eqsat.ir.graph import Node
+from eqsat.norm_epilogue import (
+    NORM_EPILOGUE,
+    epilogue_sram_bytes,
+    row_chunks,
+    whole_rows_apply,
+)
+from eqsat.ops import REGISTRY
+from eqsat.row_plan import RowTiles, row_program
+from hwsim.isa import Instr, Tile
+
+from .compiler import Compiler
+from .emit import KernelBuilder, Pipeline, offset_tile, sub
+from .errors import BackendError
+from .rowwise import emit_rows
+from .space import Operand, dram
+from .views import Value, View
+
+
+@dataclass
+class NormEpilogue:
+    """The row program an output tile runs after its epilogue expression: its kind,
+    its parameter rows (1-D views of N elements) by name, and epsilon."""
+
+    kind: str
+    params: dict[str, View]
+    eps: float
+    rows: dict[str, Tile] = field(default_factory=dict)
+
+    def sram_bytes(self, rows: int, n: int, dtype: str) -> int:
+        return epilogue_sram_bytes(rows, n, dtype, self.kind)
+
+    def alloc(self, kb: KernelBuilder, rows: int, cols: int, dtype: str) -> None:
+        self.n, self.dtype = cols, dtype
+        self.rows = {name: kb.alloc(1, cols, v.dtype) for name, v in self.params.items()}
+        self.sum = kb.alloc(rows, cols, "f32")  # the fused body computes in f32
+        self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
+        self.c1, self.c2 = kb.alloc(rows, 1, "f32"), kb.alloc(rows, 1, "f32")
+
+    def prologue(self, pipe: Pipeline) -> None:
+        """Load the parameter rows once; the first compute waits for them."""
+        pairs = [
+            (
+                self.rows[name],
+                dram(Operand(v.buf, v.offset, v.strides), v.offset, 1, self.n, self.n),
+            )
+            for name, v in self.params.items()
+        ]
+        pipe.load("c", pairs)
+
+    def target(self, rn: int, cn: int) -> Tile:
+        """Where the epilogue expression writes: the sum tile."""
+        if cn != self.n:
+            raise BackendError(f"a normalized output tile needs whole rows ({self.n}), got {cn}")
+        return sub(self.sum, rn, cn)
+
+    def chunks(self, kb: KernelBuilder, rows: int) -> list[tuple[int, int]]:
+        """(first row, rows) of the chunks the tile is normalized and stored in."""
+        return row_chunks(kb.hw, self.kind, rows, self.n, self.dtype)
+
+    def program(self, r0: int, rn: int, cn: int, out: Tile) -> list[Instr]:
+        """The row program of rows [r0, r0 + rn) of the sum tile into `out` (those
+        rows of the output slot); the scratch is reused from its first row."""
+        tiles = RowTiles(
+            offset_tile(self.sum, r0, 0, rn, cn),
+            sub(self.t, rn, cn),
+            sub(self.u, rn, cn),
+            sub(self.c1, rn, 1),
+            sub(self.c2, rn, 1),
+            out,
+            self.rows,
+        )
+        body, finish = row_program(self.kind, tiles, self.eps)
+        return [*body, *finish]
+
+
+def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
+    """The inner product's lowering with the norm in its output writer."""
+    from .lower_contract import lower_fused
+    from .lowering import _row_operand
+
+    kind, inner, count = NORM_EPILOGUE[node.op]
+    n = node.type.shape[-1]
+    names = list(node.opdef.operands[count:])
+    params = {
+        name: _row_operand(c, c.value(j), (n,), f"{c.label(i)}.{name}", i)
+        for name, j in zip(names, node.inputs[count:], strict=True)
+    }
+    norm = NormEpilogue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
+    inner_attrs = {a.name for a in REGISTRY[inner].attrs}
+    attrs = tuple((key, v) for key, v in node.attrs if key in inner_attrs)
+    inner_node = Node(inner, node.inputs[:count], attrs, node.type, node.name)
+    in_types = [c.graph.nodes[j].type for j in node.inputs]
+    cost = op_cost(c.hw, node.op, in_types, node.type, node.attr_dict)
+    if whole_rows_apply(in_types, node.type) and cost is not None and cost.feasible:
+        return lower_fused(c, i, inner_node, norm=norm)
+    # the product's result is broadcast by its epilogue, or no tile of whole rows fits
+    # this machine (priced unrunnable, so extraction does not choose it): the product
+    # with its epilogue, then the norm's own kernel
+    total = c.as_view(lower_fused(c, i, inner_node), node.type.shape, c.label(i))
+    total = _row_operand(c, total, node.type.shape, c.label(i), i)
+    out = c.new_buffer(node.type.dtype.value, node.type.shape, c.label(i) + ".norm")
+    rows = {**params, "eps": norm.eps}
+    c.add_kernel(
+        c.kernel_name(i, ".norm"),
+        i,
+        "main",
+        lambda kb: emit_rows(kb, total, out, kind, rows),
+        [total, *params.values()],
+        [out],
+    )
+    return out

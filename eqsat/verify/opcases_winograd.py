@@ -1,0 +1,66 @@
+"""Generators of the Winograd ops (eqsat/ops/winograd.py) for verify-rules: a first
+operand drawn (or taken) with the shape the op needs, attributes that fit it."""
+
+from __future__ import annotations
+
+from eqsat.ir.types import TensorType
+from eqsat.ops import OpDef
+from eqsat.ops.winograd import TILE_SIZES, tiles
+from eqsat.verify.cases import Family, OpCase
+from eqsat.verify.space import FLOAT_DTYPES, NoCase, Space, choice, ints
+
+
+def _draw_output(draw, op: OpDef, first, space: Space) -> OpCase:
+    """t [a*a, N*th*tw, O] with m and size [HO, WO] whose tiles divide N*th*tw."""
+    if first is not None:
+        if first.rank != 3:
+            raise NoCase(f"{op.name} takes [a*a, tiles, O], not {first}")
+        m = next((m for m in TILE_SIZES if (m + 2) ** 2 == first.shape[0]), None)
+        if m is None:
+            raise NoCase(f"{op.name}: {first.shape[0]} is no (m + 2)^2")
+        t = first.shape[1]
+        ho = draw(ints(1, m))  # one tile row: the tiles are images x tile columns
+        wo_tiles = [d for d in range(1, t + 1) if t % d == 0]
+        tw = draw(choice(tuple(wo_tiles)))
+        wo = draw(ints(m * (tw - 1) + 1, m * tw))
+        return OpCase(op.name, (first,), {"m": m, "size": (ho, wo)})
+    m = draw(choice(TILE_SIZES))
+    ho, wo = draw(ints(1, 6)), draw(ints(1, 6))
+    th, tw = tiles((ho, wo), m)
+    n, o = draw(space.sides(2)), draw(space.sides(4))
+    dtype = draw(choice(tuple(FLOAT_DTYPES)))
+    t = TensorType(dtype, ((m + 2) ** 2, n * th * tw, o))
+    return OpCase(op.name, (t,), {"m": m, "size": (ho, wo)})
+
+
+def _accepts_output(op: OpDef, t: TensorType) -> bool:
+    return t.rank == 3 and t.dtype.is_float and any((m + 2) ** 2 == t.shape[0] for m in TILE_SIZES)
+
+
+def _draw_input(draw, op: OpDef, first, space: Space) -> OpCase:
+    x = first or TensorType(
+        draw(choice(tuple(FLOAT_DTYPES))),
+        (draw(space.sides(2)), draw(space.sides(4)), draw(ints(3, 9)), draw(ints(3, 9))),
+    )
+    pad = (draw(ints(0, 1)), draw(ints(0, 1)))
+    if x.shape[2] + 2 * pad[0] < 3 or x.shape[3] + 2 * pad[1] < 3:
+        raise NoCase(f"{op.name}: {x} is smaller than a 3x3 kernel")
+    return OpCase(op.name, (x,), {"m": draw(choice(TILE_SIZES)), "padding": pad})
+
+
+def _draw_weight(draw, op: OpDef, first, space: Space) -> OpCase:
+    w = first or TensorType(
+        draw(choice(tuple(FLOAT_DTYPES))), (draw(space.sides(4)), draw(space.sides(4)), 3, 3)
+    )
+    if w.shape[2:] != (3, 3):
+        raise NoCase(f"{op.name} takes [O, C, 3, 3], not {w}")
+    return OpCase(op.name, (w,), {"m": draw(choice(TILE_SIZES))})
+
+
+WINOGRAD_GENERATORS = {
+    "winograd_output": Family(_accepts_output, _draw_output),
+    "winograd_input": Family(lambda op, t: t.rank == 4 and t.dtype.is_float, _draw_input),
+    "winograd_weight": Family(
+        lambda op, t: t.rank == 4 and t.dtype.is_float and t.shape[2:] == (3, 3), _draw_weight
+    ),
+}
