@@ -294,6 +294,12 @@ def _where(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
     return b.op(f"arith.select {flag}, {a}, {c} : {ta}"), ta
 
 
+def _fma(b: Body, xs: list[Scalar], attrs: Mapping) -> Scalar:
+    """a * b + c rounded once (math.fma: LLVM's fused multiply-add, as hwsim's fma)."""
+    a, m, c = (f32(b, x) for x in xs)
+    return b.op(f"math.fma {a}, {m}, {c} : f32"), "f32"
+
+
 def cast_scalar(b: Body, v: Scalar, dtype: str) -> Scalar:
     """cast: floats round to nearest even and saturate (NaN -> 0) into integers;
     integers saturate into narrower ones."""
@@ -362,6 +368,7 @@ SCALAR: dict[str, Writer] = {
     "logical_not": _logical_not,
     "isnan": _isnan,
     "where": _where,
+    "fma": _fma,
     "cast": _cast,
     "observe": _identity,
     **QUANT_SCALAR,
