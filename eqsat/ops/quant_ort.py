@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eqsat.ops.base import AttrSpec, AttrType
-from eqsat.ops.fused import AttrRef, _make, call
+from eqsat.ops.fused import AttrRef, Call, _make, call
 from eqsat.ops.quant import fused
-from eqsat.ops.registry import register
+from eqsat.ops.registry import REGISTRY, register
 
 _A_ZERO = AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x")
 _OUT = (
@@ -218,4 +218,78 @@ fused(
     ),
     (_A_ZERO, AttrSpec("b_zero", AttrType.INT, 0, "zero point subtracted from y"), *_OUT),
     "i8",
+)
+
+
+# ------------------------------------------- the erf-GELU of ONNX Runtime's quantizer
+# ORT's quantizer leaves GELU's x / sqrt(2) and erf in float between a DequantizeLinear
+# and a QuantizeLinear, and writes the rest as QLinearAdd (+1) and QLinearMul (by x,
+# by 0.5). These kernels are that chain in one elementwise kernel, each step the very
+# op (the same arithmetic in the same order) the separate kernels run.
+
+
+def inline(op_name: str, **args: object) -> Call:
+    """The body of the fused op `op_name` with its operands (names) and attributes
+    (AttrRefs) replaced by `args`: a fused op built from others keeps their exact
+    arithmetic."""
+    op = REGISTRY[op_name]
+
+    def sub(e):
+        if isinstance(e, str):
+            return args.get(e, e)
+        attrs = {k: args[v.name] if isinstance(v, AttrRef) else v for k, v in e.attrs.items()}
+        return Call(e.op, tuple(sub(a) for a in e.args), attrs)
+
+    return sub(op.composition)
+
+
+def _erf_quantized() -> Call:
+    """quantize(erf(dequantize(x) / c)): the float part of the erf-GELU."""
+    real = call("dequantize", "x", scale=AttrRef("x_scale"), zero_point=AttrRef("x_zero"))
+    return call(
+        "quantize",
+        call("erf", call("div", real, "c")),
+        scale=AttrRef("e_scale"),
+        zero_point=AttrRef("e_zero"),
+        dtype="i8",
+    )
+
+
+_GATE_ATTRS = (
+    *_IN,
+    AttrSpec("e_scale", AttrType.FLOAT, doc="scale of the quantized erf"),
+    AttrSpec("e_zero", AttrType.INT, 0, "zero point of the quantized erf"),
+    AttrSpec("a_zero", AttrType.INT, 0, "zero point of 1 + erf (the QLinearAdd's result)"),
+)
+_GATE = ("x", "c", "ox", "rx", "p", "zx", "zy", "m", "zc")
+
+
+def _gate(zero: object) -> Call:
+    """qlinear_mul(1 + quantize(erf(dequantize(x) / c)), x): x * (1 + erf(x / sqrt 2))."""
+    plus = inline("qlinear_add_scalar", x=_erf_quantized(), zero_point=AttrRef("a_zero"))
+    return inline("qlinear_mul", x=plus, y="x", zero_point=zero)
+
+
+def _erf_fused(name: str, operands: tuple[str, ...], body: Call, attrs: tuple) -> None:
+    register(replace(_make(name, operands, body, (*_GATE_ATTRS, *attrs, *_ZP)), egg_dtype="i8"))
+
+
+# x * (1 + erf(x / c)) on int8 x, int8 out: six kernels (dequantize, div, erf, quantize,
+# QLinearAdd, QLinearMul) in one
+_erf_fused("qlinear_erf_gate", _GATE, _gate(AttrRef("zero_point")), ())
+# k * (x * (1 + erf(x / c))): the whole erf-GELU (k: the quantized 0.5), seven in one
+_erf_fused(
+    "qlinear_erf_gelu",
+    (*_GATE, "k", "kz", "gz", "km", "kzc"),
+    inline(
+        "qlinear_mul",
+        x="k",
+        y=_gate(AttrRef("g_zero")),
+        zx="kz",
+        zy="gz",
+        m="km",
+        zc="kzc",
+        zero_point=AttrRef("zero_point"),
+    ),
+    (AttrSpec("g_zero", AttrType.INT, 0, "zero point of x * (1 + erf(x / c))"),),
 )
