@@ -293,3 +293,72 @@ _erf_fused(
     ),
     (AttrSpec("g_zero", AttrType.INT, 0, "zero point of x * (1 + erf(x / c))"),),
 )
+
+
+# ------------------------------------------------- softmax and layernorm on int8 edges
+# ORT's quantizer leaves softmax and layernorm in float: DequantizeLinear before,
+# QuantizeLinear after (QLinearSoftmax imports the same way). One row kernel each, the
+# dequantize in its prologue and the quantize in its epilogue (eqsat/row_plan.py
+# quantized_row_program: the standalone kernels' instructions in their order).
+
+
+def _dequantized_x() -> Call:
+    return call("dequantize", "x", scale=AttrRef("x_scale"), zero_point=AttrRef("x_zero"))
+
+
+def _to_i8(real: Call, scale: str = "scale", zero: str = "zero_point") -> Call:
+    return call("quantize", real, scale=AttrRef(scale), zero_point=AttrRef(zero), dtype="i8")
+
+
+_AXIS = AttrSpec("axis", AttrType.INT, -1, "the softmax's axis")
+_EPS = AttrSpec("eps", AttrType.FLOAT, 1e-5, "the layernorm's epsilon")
+_REQ = (
+    AttrSpec("r_scale", AttrType.FLOAT, doc="scale of the second quantization"),
+    AttrSpec("r_zero", AttrType.INT, 0, "zero point of the second quantization"),
+)
+_SOFTMAX = call("softmax", _dequantized_x(), axis=AttrRef("axis"))
+
+
+def _row_fused(name: str, operands: tuple[str, ...], body: Call, attrs: tuple) -> None:
+    register(replace(_make(name, operands, body, (*_IN, *attrs, *_OUT)), egg_dtype="i8"))
+
+
+_row_fused(
+    "dequantize_layernorm_quantize",
+    ("x", "gamma", "beta"),
+    _to_i8(call("layernorm", _dequantized_x(), "gamma", "beta", eps=AttrRef("eps"))),
+    (_EPS,),
+)
+_row_fused("dequantize_softmax_quantize", ("x",), _to_i8(_SOFTMAX), (_AXIS,))
+# quantize(dequantize(quantize(softmax(dequantize(x))))): a QLinearSoftmax (or QDQ
+# softmax) whose result is dequantized and quantized again at another scale (the NaN
+# guard of BERT's exporters between them, removed by rule)
+_row_fused(
+    "dequantize_softmax_requantize",
+    ("x",),
+    _to_i8(
+        call(
+            "dequantize", _to_i8(_SOFTMAX), scale=AttrRef("scale"), zero_point=AttrRef("zero_point")
+        ),
+        "r_scale",
+        "r_zero",
+    ),
+    (_AXIS, *_REQ),
+)
+
+# the row kernels above: their row op and int8 edges, read by the backend and the cost model
+ROW_QUANT_OPS = {
+    "dequantize_layernorm_quantize": "layernorm",
+    "dequantize_softmax_quantize": "softmax",
+    "dequantize_softmax_requantize": "softmax",
+}
+
+
+def row_quant_steps(op_name: str, attrs) -> tuple[tuple[float, int], tuple]:
+    """(pre, post) of eqsat/row_plan.py RowQuant for one of ROW_QUANT_OPS."""
+    pre = (float(attrs["x_scale"]), int(attrs["x_zero"]))
+    post = [("quantize", float(attrs["scale"]), int(attrs["zero_point"]))]
+    if op_name == "dequantize_softmax_requantize":
+        post.append(("dequantize", float(attrs["scale"]), int(attrs["zero_point"])))
+        post.append(("quantize", float(attrs["r_scale"]), int(attrs["r_zero"])))
+    return pre, tuple(post)
