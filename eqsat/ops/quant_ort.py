@@ -362,3 +362,56 @@ def row_quant_steps(op_name: str, attrs) -> tuple[tuple[float, int], tuple]:
         post.append(("dequantize", float(attrs["scale"]), int(attrs["zero_point"])))
         post.append(("quantize", float(attrs["r_scale"]), int(attrs["r_zero"])))
     return pre, tuple(post)
+
+
+# The same erf-GELU in a QDQ graph: QDQ Add and Mul (dequantize_add_quantize,
+# dequantize_mul_quantize, r their dequantized operands) where QOperator has QLinearAdd
+# and QLinearMul: x * (1 + erf(x / c)) * 0.5 in one kernel (r1: the 1, r2: the 0.5)
+def _qdq_erf_gelu() -> Call:
+    real = _dequantized_x()
+    plus = inline(
+        "dequantize_add_quantize",
+        x=_erf_quantized(),
+        r="r1",
+        x_scale=AttrRef("e_scale"),
+        x_zero=AttrRef("e_zero"),
+        scale=AttrRef("a_scale"),
+        zero_point=AttrRef("a_zero"),
+    )
+    gate = inline(
+        "dequantize_mul_quantize",
+        x=plus,
+        r=real,
+        x_scale=AttrRef("a_scale"),
+        x_zero=AttrRef("a_zero"),
+        scale=AttrRef("m_scale"),
+        zero_point=AttrRef("m_zero"),
+    )
+    return inline(
+        "dequantize_mul_quantize",
+        x=gate,
+        r="r2",
+        x_scale=AttrRef("m_scale"),
+        x_zero=AttrRef("m_zero"),
+        scale=AttrRef("scale"),
+        zero_point=AttrRef("zero_point"),
+    )
+
+
+_STEP = (
+    AttrSpec("a_scale", AttrType.FLOAT, 1.0, "scale of 1 + erf (the QDQ Add's result)"),
+    AttrSpec("a_zero", AttrType.INT, 0, "zero point of 1 + erf"),
+    AttrSpec("m_scale", AttrType.FLOAT, 1.0, "scale of x * (1 + erf) (the QDQ Mul's result)"),
+    AttrSpec("m_zero", AttrType.INT, 0, "zero point of x * (1 + erf)"),
+)
+register(
+    replace(
+        _make(
+            "dequantize_erf_gelu",
+            ("x", "c", "r1", "r2"),
+            _qdq_erf_gelu(),
+            (*_IN, *_GATE_ATTRS[2:4], *_STEP, *_OUT),
+        ),
+        egg_dtype="i8",
+    )
+)

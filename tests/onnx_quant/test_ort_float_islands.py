@@ -25,6 +25,7 @@ from tests.onnx_quant.helpers import (
 FUSED = {
     "qlinear_erf_gelu",
     "qlinear_erf_gate",
+    "dequantize_erf_gelu",
     "dequantize_layernorm_quantize",
     "dequantize_softmax_quantize",
     "dequantize_softmax_requantize",
