@@ -237,7 +237,9 @@ def inline(op_name: str, **args: object) -> Call:
     def sub(e):
         if isinstance(e, str):
             return args.get(e, e)
-        attrs = {k: args[v.name] if isinstance(v, AttrRef) else v for k, v in e.attrs.items()}
+        attrs = {
+            k: args.get(v.name, v) if isinstance(v, AttrRef) else v for k, v in e.attrs.items()
+        }
         return Call(e.op, tuple(sub(a) for a in e.args), attrs)
 
     return sub(op.composition)
@@ -414,4 +416,28 @@ register(
         ),
         egg_dtype="i8",
     )
+)
+
+
+# A QDQ MatMul's requantized product and the QDQ Add of its bias after it (ORT's QDQ
+# BERT writes its linears so) in one kernel: the bias add and its quantize in the
+# product's epilogue, the same arithmetic as the two kernels
+fused(
+    "qmatmul_requant_dequant_add",
+    ("x", "w", "b", "s", "r"),
+    inline(
+        "dequantize_add_quantize",
+        x=inline(
+            "qmatmul_bias_dequant_quant", scale=AttrRef("q_scale"), zero_point=AttrRef("q_zero")
+        ),
+        x_scale=AttrRef("q_scale"),
+        x_zero=AttrRef("q_zero"),
+    ),
+    (
+        _A_ZERO,
+        AttrSpec("q_scale", AttrType.FLOAT, 1.0, "scale of the requantized product"),
+        AttrSpec("q_zero", AttrType.INT, 0, "zero point of the requantized product"),
+        *_OUT,
+    ),
+    "i8",
 )

@@ -26,6 +26,7 @@ FUSED = {
     "qlinear_erf_gelu",
     "qlinear_erf_gate",
     "dequantize_erf_gelu",
+    "qmatmul_requant_dequant_add",
     "dequantize_layernorm_quantize",
     "dequantize_softmax_quantize",
     "dequantize_softmax_requantize",
