@@ -19,6 +19,8 @@ from eqsat.ir.graph import Node
 from eqsat.norm_epilogue import NORM_EPILOGUE
 from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import REGISTRY, OpKind
+from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
+from eqsat.row_plan import RowQuant
 
 from .attention import lower_attention
 from .compiler import Compiler, _inverse
@@ -240,6 +242,43 @@ def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
     return out
 
 
+def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
+    """A softmax or layernorm with its int8 edges (eqsat/ops/quant_ort.py
+    ROW_QUANT_OPS): the row kernel of lower_softmax / lower_layernorm, dequantizing
+    its i8 input in the prologue and quantizing in the epilogue."""
+    kind = ROW_QUANT_OPS[node.op]
+    pre, post = row_quant_steps(node.op, node.attr_dict)
+    quant = RowQuant(pre, post)
+    shape = node.type.shape
+    axis = int(node.attr("axis")) % len(shape) if kind == "softmax" else len(shape) - 1  # type: ignore[arg-type]
+    perm = (*(a for a in range(len(shape)) if a != axis), axis)
+    x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
+    x = _row_operand(c, x, x.shape, c.label(i), i)
+    params: dict = {}
+    reads = [x]
+    if kind == "layernorm":
+        d = (shape[-1],)
+        gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
+        beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
+        params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
+        reads += [gamma, beta]
+    if perm == tuple(range(len(shape))):
+        out = c.alloc_value(i, node, keep_last=True)
+        value = out
+    else:
+        out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
+        value = out.permute(_inverse(perm))
+    c.add_kernel(
+        c.kernel_name(i),
+        i,
+        "main",
+        lambda kb: emit_rows(kb, x, out, kind, params, quant),
+        reads,
+        [out],
+    )
+    return value
+
+
 def lower_rmsnorm(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
     x = _row_operand(c, _x(c, node), shape, c.label(i), i)
@@ -298,6 +337,7 @@ LOWER = {
     **dict.fromkeys(NORM_EPILOGUE, lower_norm_epilogue),  # in the writer (norm_epilogue.py)
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
+    **dict.fromkeys(ROW_QUANT_OPS, lower_row_quant),  # softmax/layernorm on int8 edges
     **LOWER_WEIGHT_ONLY,  # matmul_wq, wq_pack, wq_scales, wobserve (weight_only.py)
     **LOWER_WINOGRAD,  # F(m, 3) input and output transforms (winograd.py)
 }

@@ -15,10 +15,11 @@ from __future__ import annotations
 from eqsat.ir.strides import coalesce
 from eqsat.row_plan import (
     PARAMS,
+    RowQuant,
     RowTiles,
+    quantized_row_program,
     reduce_tiles,
     row_kernel_fits,
-    row_program,
     rows_per_tile,
 )
 from hwsim.isa import Binary, Reduce, Unary
@@ -83,9 +84,12 @@ def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> N
         pipe.store([(ref, o)])
 
 
-def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) -> None:
+def emit_rows(
+    kb: KernelBuilder, x: View, out: View, kind: str, params: dict, quant: RowQuant | None = None
+) -> None:
     """softmax, layernorm or rmsnorm over the last axis of x into out (same shape), as
-    planned in eqsat/row_plan.py (tile rows, the row program)."""
+    planned in eqsat/row_plan.py (tile rows, the row program; `quant`: its int8
+    edges)."""
     space, xo, ostrides = rows_space(x, out.strides)
     oop = Operand(out.buf, out.offset, ostrides)
     n = space.cols
@@ -117,7 +121,7 @@ def emit_rows(kb: KernelBuilder, x: View, out: View, kind: str, params: dict) ->
         gen, _ = pipe.load("x", [(xt, dram(xo, pos.offset(xo), rn, n, xo.strides[space.row]))])
         o = sub(outs[pipe.out_slot()], rn, n)
         tiles = RowTiles(xt, sub(t, rn, n), sub(u, rn, n), sub(c1, rn, 1), sub(c2, rn, 1), o, rows)
-        body, finish = row_program(kind, tiles, float(params.get("eps", 0.0)))
+        body, finish = quantized_row_program(kind, tiles, float(params.get("eps", 0.0)), quant)
         pipe.compute(body)
         pipe.release(gen)
         pipe.begin_out()

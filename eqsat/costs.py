@@ -25,8 +25,9 @@ from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_ap
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.fused import body_nodes
+from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.ops.reduce import reduced_axes
-from eqsat.row_plan import PARAMS, ROW_KINDS, reduce_cost, row_cost
+from eqsat.row_plan import PARAMS, ROW_KINDS, RowQuant, reduce_cost, row_cost
 from eqsat.scan_plan import scan_cost
 from eqsat.spatial_plan import (
     Stream,
@@ -247,9 +248,12 @@ def _row_cost(
     rows of the normalized axis per tile; unrunnable when one row does not fit SRAM."""
     axis = int(attrs.get("axis", -1)) % out.rank if out.rank else 0  # type: ignore[call-overload]
     n = out.shape[axis] if out.rank else 1
-    params = dict(zip(PARAMS[op_name], (t.dtype.value for t in in_types[1:]), strict=False))
+    kind, quant = op_name, None
+    if op_name in ROW_QUANT_OPS:  # the same row kernel with its int8 edges
+        kind, quant = ROW_QUANT_OPS[op_name], RowQuant(*row_quant_steps(op_name, attrs))
+    params = dict(zip(PARAMS[kind], (t.dtype.value for t in in_types[1:]), strict=False))
     x_dtype, out_dtype = in_types[0].dtype.value, out.dtype.value
-    cost = row_cost(hw, op_name, out.numel // max(1, n), n, x_dtype, out_dtype, params)
+    cost = row_cost(hw, kind, out.numel // max(1, n), n, x_dtype, out_dtype, params, quant)
     if not cost.feasible:
         return replace(cost, cycles=cost.cycles + UNRUNNABLE_CYCLES)
     return cost
@@ -445,7 +449,7 @@ def op_cost(
             if plan is not None:
                 return split_cost(hw, work, plan)
         return _gemm_cost(hw, op_name, in_types, out, attrs, work)
-    if op_name in ROW_KINDS:
+    if op_name in ROW_KINDS or op_name in ROW_QUANT_OPS:
         return _row_cost(hw, op_name, in_types, out, attrs)
     if op_name in REDUCE_OPS:
         return _reduce_cost(hw, op_name, in_types[0], out, attrs)

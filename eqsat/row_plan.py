@@ -12,7 +12,9 @@ instructions the backend emits are the ones built here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from eqsat.spatial_plan import (
     Repeat,
@@ -46,6 +48,72 @@ class RowTiles:
     c2: Tile
     out: Tile
     params: dict[str, Tile]
+
+
+@dataclass(frozen=True)
+class RowQuant:
+    """Int8 edges of a row kernel (ONNX Runtime's quantizer leaves softmax and layernorm
+    in float between a DequantizeLinear and QuantizeLinears): `pre`, the (scale, zero)
+    that dequantizes the i8 input; `post`, the steps applied to the f32 row result in
+    order, each ("quantize", scale, zero) or ("dequantize", scale, zero), the last a
+    quantize (the i8 output). Each step is the instructions of the standalone
+    dequantize/quantize kernel (backend/ewise_ops.py), in the same order."""
+
+    pre: tuple[float, int] | None = None
+    post: tuple[tuple[str, float, int], ...] = ()
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _dequantized(dst: Tile, src: Tile, scale: float, zero: int) -> list[Instr]:
+    """dst (f32) = (f32(src) - zero) * scale."""
+    out: list[Instr] = [Unary(op="copy", dst=dst, src=src)]
+    if zero:
+        out.append(Binary(op="sub", dst=dst, a=dst, imm=_f32(zero)))
+    return [*out, Binary(op="mul", dst=dst, a=dst, imm=_f32(scale))]
+
+
+def _quantized(o: Tile, t: Tile, u: Tile, scale: float, zero: int) -> list[Instr]:
+    """o (i8) = saturate(round(t / scale) + zero): the i32 sum in u's SRAM."""
+    ui = replace(u, dtype="i32")
+    out: list[Instr] = [
+        Binary(op="div", dst=t, a=t, imm=_f32(scale)),
+        Unary(op="copy", dst=ui, src=t),
+    ]
+    if zero:
+        out.append(Binary(op="add", dst=ui, a=ui, imm=float(zero)))
+    return [*out, Unary(op="copy", dst=o, src=ui)]
+
+
+def quantized_row_program(
+    kind: str, tiles: RowTiles, eps: float, quant: RowQuant | None
+) -> tuple[list[Instr], list[Instr]]:
+    """row_program with the int8 edges of `quant`: the input dequantized into the
+    scratch tile u (softmax and layernorm read x only before they write u), the result
+    left in t and carried through the steps of quant.post into the output slot."""
+    if quant is None:
+        return row_program(kind, tiles, eps)
+    if kind not in ("softmax", "layernorm"):
+        raise ValueError(f"row kernel {kind!r} takes no int8 prologue")
+    pre: list[Instr] = []
+    if quant.pre is not None:
+        pre = _dequantized(tiles.u, tiles.x, *quant.pre)
+        tiles = replace(tiles, x=tiles.u)
+    body, finish = row_program(kind, tiles, eps)
+    if not quant.post:
+        return pre + body, finish
+    t, o = tiles.t, tiles.out
+    finish = [replace(finish[-1], dst=t)]
+    for k, (step, scale, zero) in enumerate(quant.post):
+        if step == "quantize":
+            finish += _quantized(o, t, tiles.u, scale, zero)
+            if k + 1 < len(quant.post):  # the saturated i8 value goes on in f32
+                finish.append(Unary(op="copy", dst=t, src=o))
+        else:
+            finish += _dequantized(t, t, scale, zero)[1:]  # t holds the i8 value in f32
+    return pre + body, finish
 
 
 def row_program(kind: str, tiles: RowTiles, eps: float) -> tuple[list[Instr], list[Instr]]:
@@ -180,15 +248,17 @@ def row_plan(
     x_dtype: str,
     out_dtype: str,
     param_dtypes: dict[str, str],
+    quant: RowQuant | None = None,
 ) -> StreamPlan:
     """The row kernel's steps in the order the backend emits them, with the parameter
-    load as the prologue."""
+    load as the prologue; `quant`: its int8 edges (quantized_row_program)."""
     params = {k: param_dtypes[k] for k in PARAMS[kind]}
     rt = max(1, rows_per_tile(hw, rows, n, x_dtype, out_dtype, params))
     isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
 
     def step(rn: int) -> Step:
-        body, finish = row_program(kind, _tiles(rn, n, x_dtype, out_dtype, params), 0.0)
+        tiles = _tiles(rn, n, x_dtype, out_dtype, params)
+        body, finish = quantized_row_program(kind, tiles, 0.0, quant)
         return _step(hw, rn * n * isz, _compute(hw, body + finish), rn * n * osz)
 
     order = Repeat(1, tuple(Repeat(c, (step(s),)) for s, c in tile_splits(rows, rt)))
@@ -206,10 +276,11 @@ def row_cost(
     x_dtype: str,
     out_dtype: str,
     param_dtypes: dict[str, str],
+    quant: RowQuant | None = None,
 ) -> KernelCost:
     """The row kernel's cycles: the launch and its steps through the simulator's queues
     (the parameter rows loaded once besides)."""
-    plan = row_plan(hw, kind, rows, n, x_dtype, out_dtype, param_dtypes)
+    plan = row_plan(hw, kind, rows, n, x_dtype, out_dtype, param_dtypes, quant)
     params = sum(n * ITEMSIZE[param_dtypes[k]] for k in PARAMS[kind])
     return plans_cost(hw, [plan], params)
 

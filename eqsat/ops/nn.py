@@ -52,7 +52,9 @@ def layernorm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) ->
     mean = np.mean(x, axis=-1, keepdims=True)
     centered = x - mean
     var = np.mean(centered * centered, axis=-1, keepdims=True)
-    return centered / np.sqrt(var + np.float32(eps)) * gamma + beta
+    # times each row's reciprocal deviation, as the row kernel (eqsat/row_plan.py) and
+    # ONNX Runtime's kernel compute it: simulated results equal the interpreter's
+    return centered * np.reciprocal(np.sqrt(var + np.float32(eps))) * gamma + beta
 
 
 def _layernorm_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:

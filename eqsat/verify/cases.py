@@ -43,6 +43,8 @@ class Family:
 
 _PROBE_ATTRS = {
     "scale": 1.0,
+    "x_scale": 1.0,  # fused int8 kernels: the scales of their operand and steps
+    "e_scale": 1.0,
     "shape": (2, 2),
     "dtype": "f32",
     "starts": (0,),

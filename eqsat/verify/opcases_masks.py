@@ -171,3 +171,33 @@ def _qlinear_first_dtype(op: OpDef) -> DType:
 
 QLINEAR = Family(lambda op, t: t.dtype is _qlinear_first_dtype(op), _draw_qlinear)
 QLINEAR_GENERATORS: dict[str, Family] = dict.fromkeys(_QLINEAR_SCALARS, QLINEAR)
+
+
+# ONNX Runtime's quantized erf-GELU in one kernel (eqsat/ops/quant_ort.py): the i8
+# tensor x and scalars (the divisor, QLinearAdd's and QLinearMul's parts or the QDQ
+# graph's dequantized constants, the quantized 0.5 k), scales and zero points as
+# attributes.
+_ERF_I32 = {"zx", "zy", "kz", "gz"}
+
+
+def _draw_erf_gelu(draw, op: OpDef, first, space: Space) -> OpCase:
+    a = first_operand(draw, op, first, space, (DType.I8,))
+    types = [a]
+    for name in op.operands[1:]:
+        dtype = DType.I8 if name == "k" else DType.I32 if name in _ERF_I32 else DType.F32
+        types.append(TensorType(dtype, ()))
+    scale = st.floats(0.002, 0.2)
+    zero = st.integers(-128, 127)
+    attrs = {}
+    for spec in op.attrs:
+        if spec.name.endswith("scale"):
+            attrs[spec.name] = draw(scale)
+        elif spec.name.endswith(("zero", "zero_point")):
+            attrs[spec.name] = draw(zero)
+    return OpCase(op.name, tuple(types), attrs)
+
+
+ERF_GELU = Family(lambda op, t: t.dtype is DType.I8, _draw_erf_gelu)
+QLINEAR_GENERATORS.update(
+    dict.fromkeys(("qlinear_erf_gate", "qlinear_erf_gelu", "dequantize_erf_gelu"), ERF_GELU)
+)
