@@ -375,7 +375,14 @@ class TileExpr:
         if isinstance(a, Imm):  # a * b == b * a exactly: the tile goes first
             a, b = b, a
         if isinstance(a, Imm):
-            raise BackendError("fma of two immediates: fold() computes it")
+            # Both factors are numbers: a*b + c still rounds once only if the product
+            # stays exact, so a is first written into dst (exact: an f32 number plus 0)
+            # and multiplied from there. c must not live in dst.
+            if isinstance(c, Tile) and c == dst:
+                raise BackendError("fma of two numbers into its own addend's tile")
+            zero = self._zero(_kind(dtype_of(e.c, self.dtypes)), self._class(e))
+            self._instrs.append(Binary(op="add", dst=dst, a=zero, imm=a.value))
+            a = dst
         tb, ib = (None, b.value) if isinstance(b, Imm) else (b, None)
         tc, ic = (None, c.value) if isinstance(c, Imm) else (c, None)
         self._instrs.append(Fma(dst=dst, a=a, b=tb, c=tc, imm_b=ib, imm_c=ic))

@@ -10,7 +10,7 @@ intermediate tensors in DRAM. That difference is what fusion buys.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,6 +109,7 @@ def _make(
     body: Call,
     attrs: tuple[AttrSpec, ...],
     same_shape: tuple[str, ...] = (),
+    check: Callable[[Sequence[TensorType], TensorType], None] | None = None,
 ):
     def infer(ts: Sequence[TensorType], a: Attrs) -> TensorType:
         check_tile(name, a)
@@ -119,7 +120,10 @@ def _make(
                 f"keeps their products side by side), got "
                 + " and ".join(str(list(ts[operands.index(o)].shape)) for o in same_shape)
             )
-        return body_types(body, operands, ts, a)
+        out = body_types(body, operands, ts, a)
+        if check is not None:
+            check(ts, out)
+        return out
 
     def ref(xs: Sequence[np.ndarray], a: Attrs) -> np.ndarray:
         env = dict(zip(operands, xs, strict=True))
@@ -197,11 +201,13 @@ def fused(
     body: Call,
     attrs: tuple[AttrSpec, ...] = (),
     same_shape: tuple[str, ...] = (),
+    check: Callable[[Sequence[TensorType], TensorType], None] | None = None,
 ) -> OpDef:
     """Register a fused op declared by its body; `same_shape` names operands that must
     have equal shapes beyond what the body's broadcasting allows (a gated kernel's two
-    weights)."""
-    return register(_make(name, operands, body, attrs, same_shape))
+    weights); `check(operand types, result type)` raises OpTypeError for operands the
+    kernel does not take although the body would (a bias that is not per channel)."""
+    return register(_make(name, operands, body, attrs, same_shape, check))
 
 
 # The kernels the accelerator offers: a matrix product or convolution with an

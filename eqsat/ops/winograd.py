@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from eqsat.ir.types import TensorType
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops.base import (
     Attrs,
     AttrSpec,
@@ -38,7 +38,6 @@ from eqsat.ops.base import (
     OpDef,
     OpKind,
     OpTypeError,
-    require_float,
 )
 from eqsat.ops.fused import AttrRef, call, fused
 from eqsat.ops.registry import register
@@ -85,6 +84,13 @@ TILE_SIZES = tuple(BT)
 _M = AttrSpec("m", AttrType.INT, 2, "output tile size m of F(m x m, 3 x 3): 2 or 4")
 
 
+def _require_f32(op: str, t: TensorType) -> None:
+    """The transforms are f32 kernels: in bf16, F(4x4, 3x3)'s constants and sums lose
+    too much (the rules choose Winograd for f32 convolutions only)."""
+    if t.dtype is not DType.F32:
+        raise OpTypeError(f"'{op}' computes in f32, got {t}")
+
+
 def _m(op: str, attrs: Attrs) -> int:
     m = int(attrs["m"])  # type: ignore[call-overload]
     if m not in TILE_SIZES:
@@ -105,7 +111,7 @@ def input_out_hw(x: TensorType, padding: Sequence[int]) -> tuple[int, int]:
 def _weight_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     (w,) = in_types
     m = _m("winograd_weight", attrs)
-    require_float("winograd_weight", w)
+    _require_f32("winograd_weight", w)
     if w.rank != 4 or w.shape[2:] != (3, 3):
         raise OpTypeError(f"'winograd_weight' needs w: [O, C, 3, 3], got {w}")
     a = m + 2
@@ -123,7 +129,7 @@ def _weight_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 def _input_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     (x,) = in_types
     m = _m("winograd_input", attrs)
-    require_float("winograd_input", x)
+    _require_f32("winograd_input", x)
     pad = attrs["padding"]
     if x.rank != 4:
         raise OpTypeError(f"'winograd_input' needs x: [N, C, H, W], got {x}")
@@ -163,7 +169,7 @@ def _input_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 def _output_infer(in_types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     (mt,) = in_types
     m = _m("winograd_output", attrs)
-    require_float("winograd_output", mt)
+    _require_f32("winograd_output", mt)
     size = attrs["size"]
     a = m + 2
     if len(size) != 2 or min(size) < 1:  # type: ignore[arg-type]
@@ -250,13 +256,33 @@ register(
 _SIZE = AttrSpec("size", AttrType.INTS, doc="the output's [HO, WO]")
 _WO = call("winograd_output", "t", m=AttrRef("m"), size=AttrRef("size"))
 _WO_BIAS = call("add", _WO, "b")
-fused("winograd_output_bias", ("t", "b"), _WO_BIAS, (_M, _SIZE))
-fused("winograd_output_bias_relu", ("t", "b"), call("relu", _WO_BIAS), (_M, _SIZE))
+
+
+def _per_channel_bias(ts: Sequence[TensorType], out: TensorType) -> None:
+    """The output transform's epilogue adds one bias value per output channel (t is
+    [(m+2)^2, tiles, O])."""
+    channels = ts[0].shape[2] if ts[0].rank == 3 else out.shape[1]
+    if ts[1].shape != (channels, 1, 1):
+        raise OpTypeError(
+            f"the Winograd output transform's bias is one value per output channel, "
+            f"[{channels}, 1, 1], got {ts[1]}"
+        )
+
+
+fused("winograd_output_bias", ("t", "b"), _WO_BIAS, (_M, _SIZE), check=_per_channel_bias)
+fused(
+    "winograd_output_bias_relu",
+    ("t", "b"),
+    call("relu", _WO_BIAS),
+    (_M, _SIZE),
+    check=_per_channel_bias,
+)
 fused(
     "winograd_output_bias_add_relu",
     ("t", "b", "r"),
     call("relu", call("add", _WO_BIAS, "r")),
     (_M, _SIZE),
+    check=_per_channel_bias,
 )
 EPILOGUES = {
     "winograd_output": (False, False, False),  # (bias, residual, relu)

@@ -34,7 +34,7 @@ from eqsat.verify.opcases_masks import MASK_GENERATORS, QLINEAR_GENERATORS
 from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
 from eqsat.verify.opcases_spatial import SPATIAL_GENERATORS
-from eqsat.verify.opcases_winograd import WINOGRAD_GENERATORS
+from eqsat.verify.opcases_winograd import WINOGRAD_EPILOGUE_GENERATORS, WINOGRAD_GENERATORS
 from eqsat.verify.space import BOOLS, FLOAT_DTYPES, PLAIN, NoCase, Space, choice, ints
 
 __all__ = ["OP_GENERATORS", "Family", "OpCase", "accepts_first", "broadcast_partner", "draw_case"]
@@ -332,6 +332,7 @@ OP_GENERATORS.update(
 )
 OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
 OP_GENERATORS.update(QLINEAR_GENERATORS)  # two tensors that broadcast, scalars: their own
+OP_GENERATORS.update(WINOGRAD_EPILOGUE_GENERATORS)  # a per-channel bias: their own
 
 
 def accepts_first(op: str, t: TensorType) -> bool:

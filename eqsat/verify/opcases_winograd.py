@@ -1,13 +1,14 @@
 """Generators of the Winograd ops (eqsat/ops/winograd.py) for verify-rules: a first
-operand drawn (or taken) with the shape the op needs, attributes that fit it."""
+operand drawn (or taken) with the shape the op needs, attributes that fit it. The ops
+compute in f32 only (their type rule refuses bf16), so every operand is f32."""
 
 from __future__ import annotations
 
-from eqsat.ir.types import TensorType
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops import OpDef
 from eqsat.ops.winograd import TILE_SIZES, tiles
 from eqsat.verify.cases import Family, OpCase
-from eqsat.verify.space import FLOAT_DTYPES, NoCase, Space, choice, ints
+from eqsat.verify.space import NoCase, Space, choice, ints
 
 
 def _draw_output(draw, op: OpDef, first, space: Space) -> OpCase:
@@ -28,18 +29,19 @@ def _draw_output(draw, op: OpDef, first, space: Space) -> OpCase:
     ho, wo = draw(ints(1, 6)), draw(ints(1, 6))
     th, tw = tiles((ho, wo), m)
     n, o = draw(space.sides(2)), draw(space.sides(4))
-    dtype = draw(choice(tuple(FLOAT_DTYPES)))
-    t = TensorType(dtype, ((m + 2) ** 2, n * th * tw, o))
+    t = TensorType(DType.F32, ((m + 2) ** 2, n * th * tw, o))
     return OpCase(op.name, (t,), {"m": m, "size": (ho, wo)})
 
 
 def _accepts_output(op: OpDef, t: TensorType) -> bool:
-    return t.rank == 3 and t.dtype.is_float and any((m + 2) ** 2 == t.shape[0] for m in TILE_SIZES)
+    return (
+        t.rank == 3 and t.dtype is DType.F32 and any((m + 2) ** 2 == t.shape[0] for m in TILE_SIZES)
+    )
 
 
 def _draw_input(draw, op: OpDef, first, space: Space) -> OpCase:
     x = first or TensorType(
-        draw(choice(tuple(FLOAT_DTYPES))),
+        DType.F32,
         (draw(space.sides(2)), draw(space.sides(4)), draw(ints(3, 9)), draw(ints(3, 9))),
     )
     pad = (draw(ints(0, 1)), draw(ints(0, 1)))
@@ -49,18 +51,41 @@ def _draw_input(draw, op: OpDef, first, space: Space) -> OpCase:
 
 
 def _draw_weight(draw, op: OpDef, first, space: Space) -> OpCase:
-    w = first or TensorType(
-        draw(choice(tuple(FLOAT_DTYPES))), (draw(space.sides(4)), draw(space.sides(4)), 3, 3)
-    )
+    w = first or TensorType(DType.F32, (draw(space.sides(4)), draw(space.sides(4)), 3, 3))
     if w.shape[2:] != (3, 3):
         raise NoCase(f"{op.name} takes [O, C, 3, 3], not {w}")
     return OpCase(op.name, (w,), {"m": draw(choice(TILE_SIZES))})
 
 
+def _draw_epilogue(draw, op: OpDef, first, space: Space) -> OpCase:
+    """The output transform's epilogue kernels: t as winograd_output takes it, a bias
+    of one value per output channel [O, 1, 1] and, with a residual, r of the output's
+    shape."""
+    base = _draw_output(draw, op, first, space)
+    (t,) = base.in_types
+    m, (ho, wo) = base.attrs["m"], base.attrs["size"]
+    th, tw = tiles((ho, wo), m)
+    o = t.shape[2]
+    types = [t, TensorType(DType.F32, (o, 1, 1))]
+    if "r" in op.operands:
+        types.append(TensorType(DType.F32, (t.shape[1] // (th * tw), o, ho, wo)))
+    return OpCase(op.name, tuple(types), base.attrs)
+
+
+# The fused epilogue kernels take a per-channel bias, which the generic generator of
+# fused kernels (drawing any bias the body's broadcasting allows) rarely draws.
+WINOGRAD_EPILOGUE_GENERATORS = {
+    name: Family(_accepts_output, _draw_epilogue)
+    for name in (
+        "winograd_output_bias",
+        "winograd_output_bias_relu",
+        "winograd_output_bias_add_relu",
+    )
+}
 WINOGRAD_GENERATORS = {
     "winograd_output": Family(_accepts_output, _draw_output),
-    "winograd_input": Family(lambda op, t: t.rank == 4 and t.dtype.is_float, _draw_input),
+    "winograd_input": Family(lambda op, t: t.rank == 4 and t.dtype is DType.F32, _draw_input),
     "winograd_weight": Family(
-        lambda op, t: t.rank == 4 and t.dtype.is_float and t.shape[2:] == (3, 3), _draw_weight
+        lambda op, t: t.rank == 4 and t.dtype is DType.F32 and t.shape[2:] == (3, 3), _draw_weight
     ),
 }
