@@ -175,6 +175,8 @@ class TileExpr:
             for x in (e.a, e.b, e.c):
                 self._plan(x)
             c = _join(_join(self._class(e.a), self._class(e.b)), self._class(e.c))
+            if isinstance(e.a, Imm) and isinstance(e.b, Imm):  # a is written into a tile
+                self.zero_kinds.add(_kind(dtype_of(e, self.dtypes)))
         elif isinstance(e, Cust):  # so does a declared instruction
             for x in e.args:
                 self._plan(x)
@@ -380,7 +382,7 @@ class TileExpr:
             # and multiplied from there. c must not live in dst.
             if isinstance(c, Tile) and c == dst:
                 raise BackendError("fma of two numbers into its own addend's tile")
-            zero = self._zero(_kind(dtype_of(e.c, self.dtypes)), self._class(e))
+            zero = self._zero(_kind(dtype_of(e, self.dtypes)), self._class(e))
             self._instrs.append(Binary(op="add", dst=dst, a=zero, imm=a.value))
             a = dst
         tb, ib = (None, b.value) if isinstance(b, Imm) else (b, None)

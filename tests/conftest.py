@@ -6,6 +6,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+# Under pytest-xdist every core runs a worker: one BLAS thread per worker, or the
+# workers' BLAS threads outnumber the cores and spin (set before numpy is imported).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 import pytest
 from hypothesis import HealthCheck, settings
 

@@ -287,6 +287,14 @@ def test_there_are_fused_ops():
         assert REGISTRY[name].composition is not None
 
 
+def _normalizes_a_computed_value(body) -> bool:
+    if isinstance(body, str):
+        return False
+    if body.op in ("layernorm", "rmsnorm") and not isinstance(body.args[0], str):
+        return True
+    return any(_normalizes_a_computed_value(a) for a in body.args)
+
+
 @pytest.mark.parametrize("op", FUSED)
 @settings(max_examples=scaled(30), deadline=None)
 @given(data=st.data())
@@ -307,7 +315,12 @@ def test_fused_op_equals_its_composition(op, data):
         np.testing.assert_array_equal(
             got.astype(np.float32), ref.astype(case.out_type().dtype.np_dtype).astype(np.float32)
         )
-        # ...and is close to the composition that rounds every intermediate.
+        # ...and is close to the composition that rounds every intermediate, except
+        # where a normalization reads a computed value: a row of nearly equal sums
+        # (N = 2 features, say) makes layernorm amplify one bf16 rounding of the
+        # intermediate without bound.
+        if _normalizes_a_computed_value(REGISTRY[case.op].composition):
+            return
         np.testing.assert_allclose(
             got.astype(np.float32),
             evaluate(composed_g, values)["out"].astype(np.float32),
