@@ -160,13 +160,16 @@ def _draw_matmul_nt(draw, op: OpDef, first, space: Space) -> OpCase:
 # -- fused kernels, generically from their composition
 
 
-def _draw_fused(draw, op: OpDef, first, space: Space) -> OpCase:
+def _draw_fused(
+    draw, op: OpDef, first, space: Space, seed: dict[str, TensorType] | None = None
+) -> OpCase:
     """Walk the body bottom-up: each inner op's generator types the operands it
     consumes, its first operand pinned to the result of the call below it. Fused
-    attributes take the values the inner generators chose for what they refer to."""
+    attributes take the values the inner generators chose for what they refer to.
+    `seed` types operands in advance (a caller that knows what they must be)."""
     from eqsat.ops.fused import AttrRef
 
-    types: dict[str, TensorType] = {}
+    types: dict[str, TensorType] = dict(seed or {})
     if first is not None:
         types[op.operands[0]] = first
     fused_attrs: dict[str, Any] = {}
@@ -265,6 +268,21 @@ def _accepts_fused(op: OpDef, t: TensorType) -> bool:
     return accepts_first(node.op, t)
 
 
+def _draw_product_after_addend(draw, op: OpDef, first, space: Space) -> OpCase:
+    """qmatmul_requant_add_first: its first operand is the add's other term, consumed at
+    the top of the body, after the product it must broadcast with. A given one shapes
+    the product: x [..., K] and w [K, N] so that x @ w has exactly its shape."""
+    seed: dict[str, TensorType] = {}
+    if first is not None and first.rank >= 1:
+        k = draw(space.sides())
+        lead = first.shape[:-1] or (draw(space.sides()),)
+        seed = {
+            "x": TensorType(DType.I8, (*lead, k)),
+            "w": TensorType(DType.I8, (k, first.shape[-1])),
+        }
+    return _draw_fused(draw, op, first, space, seed)
+
+
 # -- the table: every registry op -> its family
 
 LEAF = Family(lambda op, t: False, _draw_leaf)
@@ -333,6 +351,10 @@ OP_GENERATORS.update(
 OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
 OP_GENERATORS.update(QLINEAR_GENERATORS)  # two tensors that broadcast, scalars: their own
 OP_GENERATORS.update(WINOGRAD_EPILOGUE_GENERATORS)  # a per-channel bias: their own
+if "qmatmul_requant_add_first" in REGISTRY:
+    OP_GENERATORS["qmatmul_requant_add_first"] = Family(
+        lambda op, t: t.dtype is DType.F32, _draw_product_after_addend
+    )
 
 
 def accepts_first(op: str, t: TensorType) -> bool:
