@@ -46,6 +46,7 @@ def clear_registry_caches(added: list[InstructionOp], removed: list[InstructionO
         encoding.program_prelude,
         loader.egglog_symbols,
         loader.prelude_rule_names,
+        loader.checked_text,
     ):
         fn.cache_clear()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from eqsat.errors import UserError
@@ -12,7 +12,8 @@ from eqsat.rules import ast
 from eqsat.rules.compiler import compile_rule, egglog_names
 from eqsat.rules.errors import DuplicateRuleError, RuleSyntaxError
 from eqsat.rules.library import APPROX_SUFFIX, Rule, RuleCollection, RuleFile
-from eqsat.rules.parser import parse_rules, parse_rules_file
+from eqsat.rules.parser import parse_rules
+from eqsat.sourcetext import read_source
 
 _RULESET = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 RESERVED_RULESETS = {"analysis"}
@@ -138,6 +139,15 @@ def _check_duplicates(files: list[tuple[RuleFile, str]]) -> None:
                 seen[name] = rule
 
 
+@lru_cache(maxsize=64)
+def checked_text(text: str, file: str) -> RuleFile:
+    """One rules file parsed, checked and compiled. Remembered by its text: a process
+    that optimizes many models (tests, sweeps, benchmarks) parses the bundled rules
+    once. The result depends on the op registry too, so registering or removing a
+    hardware's instructions clears this (eqsat/custom_instr/scope.py)."""
+    return check_file(parse_rules(text, file))
+
+
 def load_rules_text(text: str, file: str = "<rules>") -> RuleCollection:
     """Check and compile rules given as text (mainly for tests and tools)."""
     parsed = parse_rules(text, file)
@@ -155,7 +165,7 @@ def load_rules(paths: Iterable[str | Path] | str | Path) -> RuleCollection:
         paths = [paths]
     files = []
     for path in rule_files(paths):
-        parsed = parse_rules_file(path)
-        files.append((check_file(parsed), parsed.source))
+        text = read_source(path, "rules", RuleSyntaxError)
+        files.append((checked_text(text, str(path)), text))
     _check_duplicates(files)
     return RuleCollection(tuple(f for f, _ in files))
