@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from eqsat.fileio import load_arrays, params_file_for, save_arrays, spec_for
+from eqsat.fileio import load_arrays, params_file_for, print_warning, save_arrays, spec_for
 from eqsat.flags import UsageError, add_allow_extra_flag
 from eqsat.interpreter import evaluate, random_bindings, random_inputs
 from eqsat.ir.graph import Graph
@@ -184,7 +183,7 @@ def prepare(
 
         return prepare_weight_only(args, graph, bindings, params)
     params_given = params
-    warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    warn = warn or print_warning
     arrays = (
         load_arrays(
             args.calibrate,
@@ -283,8 +282,7 @@ def prepare(
 def candidate_pricer(args: argparse.Namespace, graph: Graph, hw, params, eval_inputs):
     """`--quantize auto`'s judge of a whole plan: optimize it as the command will
     (same rules, limits, extractor) and measure it; (estimated cycles, SQNR per output)."""
-    from eqsat.commands.optimize import limits_from_args
-    from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_LIMITS, ILP_TIME_LIMIT
+    from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_LIMITS, ILP_TIME_LIMIT, limits_from_args
     from eqsat.pipeline import optimize
     from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 
