@@ -27,6 +27,7 @@ from eqsat.loading import save_model
 from eqsat.pipeline import OptimizeResult, optimize
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.cli import add_quant_flags
+from eqsat.quant.sqnr import json_sqnr
 from eqsat.roofline import model_roofline
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.summary import human_bytes
@@ -306,7 +307,7 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
     if result.blocks is not None:
         out["blocks"] = block_report_json(result.blocks, result.original)
     if result.quant is not None:
-        out["sqnr_db"] = quant_cli.json_sqnr(result.quant.sqnr)
+        out["sqnr_db"] = json_sqnr(result.quant.sqnr)
         out["quantization"] = quant_cli.report(result.quant, result.graph)
     return out
 

@@ -21,7 +21,7 @@ from eqsat.fileio import ArraySpec, load_arrays, print_warning, save_arrays, wri
 from eqsat.flags import UsageError, add_dim_flag, seed, verify_seeds
 from eqsat.interpreter import evaluate
 from eqsat.quant import cli as quant_cli
-from eqsat.quant.sqnr import sqnr_db
+from eqsat.quant.sqnr import format_sqnr, json_sqnr, sqnr_db
 from eqsat.roofline import Roofline, model_roofline
 from eqsat.summary import human_bytes
 from eqsat.verify.translation import max_errors
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     hw, program, report, outputs, errors, quant = simulated_run(args)
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
-        d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+        d["sqnr_db"] = json_sqnr(quant.sqnr)
         d["quantization"] = quant_cli.report(quant, args.lowered)  # per layer, as optimize's
     if not is_asm:
         d["prepared_weights"] = [
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "validation", None) is not None:
         print(args.validation.summary("the simulated program"))
     if quant is not None:
-        print(f"{quant.scheme:<13} SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
+        print(f"{quant.scheme:<13} SQNR vs float model {format_sqnr(quant.sqnr)}")
         if quant.scheme == "auto":  # each layer group's precision, noise and saving
             print("\n".join(quant_cli.summary_lines(quant, args.lowered)))
     if args.output:

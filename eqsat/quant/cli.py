@@ -4,11 +4,8 @@ optimizer: calibrate and plan before saturation, measure SQNR after."""
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -24,7 +21,8 @@ from eqsat.quant.calibrate import (
 )
 from eqsat.quant.passes import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.passes import QuantPlan, plan_quantization
-from eqsat.quant.sqnr import sqnr_db
+from eqsat.quant.run import QuantRun, int8_kernels
+from eqsat.quant.sqnr import format_sqnr, sqnr_db
 
 AUTO_SQNR_MIN = 35.0  # --quantize auto's budget without --sqnr-min
 SCHEMES = ("int8", "w8a16", "w4a16", "fp8", "bf16", "auto")  # w*, fp8, bf16: quant/weight_only.py
@@ -115,25 +113,6 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
         "(the same knapsack; the report names them; default: no floor)",
     )
     add_allow_extra_flag(g)
-
-
-@dataclass
-class QuantRun:
-    """A planned quantization and where its evaluation inputs come from."""
-
-    plan: QuantPlan
-    params: dict[str, np.ndarray]  # original param values the plan quantized
-    eval_inputs: list[dict[str, np.ndarray]]
-    calibration: str  # human description
-    sqnr: dict[str, float] = field(default_factory=dict)
-    scheme: str = "int8"
-    layer_choices: list = field(default_factory=list)  # --quantize auto (eqsat/quant/auto.py)
-    auto: Any = None  # eqsat.quant.auto.AutoResult with --quantize auto
-    floor: Any = None  # eqsat.quant.floor.FloorResult with --quantize int8 --sqnr-min
-
-    @property
-    def all_params(self) -> dict[str, np.ndarray]:
-        return {**self.params, **self.plan.params}
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -334,31 +313,6 @@ def measure(run: QuantRun, original: Graph, optimized: Graph) -> dict[str, float
             gots.setdefault(k, []).append(np.asarray(got[k], dtype=np.float64).reshape(-1))
     run.sqnr = {k: sqnr_db(np.concatenate(refs[k]), np.concatenate(gots[k])) for k in refs}
     return run.sqnr
-
-
-def int8_kernels(graph: Graph) -> int:
-    """Kernels of `graph` that multiply in int8."""
-    from eqsat.ops import OpKind
-    from eqsat.ops.fused import body_nodes
-
-    n = 0
-    for _, node in graph:
-        if node.op in ("qmatmul", "qconv2d"):
-            n += 1
-        elif node.opdef.kind is OpKind.FUSED and node.opdef.composition is not None:
-            ts = [graph.nodes[j].type for j in node.inputs]
-            body = body_nodes(node.opdef.composition, node.opdef.operands, ts, node.attr_dict)
-            n += any(b.op.name in ("qmatmul", "qconv2d") for b in body)
-    return n
-
-
-def format_sqnr(sqnr: Mapping[str, float]) -> str:
-    return ", ".join(f"{k} {v:.1f} dB" for k, v in sqnr.items())
-
-
-def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
-    """JSON has no infinity: an exact output (inf dB) is written as null."""
-    return {k: (round(v, 3) if math.isfinite(v) else None) for k, v in sqnr.items()}
 
 
 def report(run: QuantRun, optimized: Graph) -> dict:
