@@ -35,7 +35,7 @@ from eqsat.config import Limits  # noqa: E402
 from eqsat.costs import program_cost  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
-from eqsat.quant.cli import int8_kernels  # noqa: E402
+from eqsat.quant.run import int8_kernels  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from hwsim import load_hardware  # noqa: E402
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 
@@ -26,6 +27,13 @@ class Limits:
             raise UsageError(f"--time-limit must be positive, got {self.time_limit}")
         if self.memory_limit is not None and self.memory_limit < 1:
             raise UsageError(f"--memory-limit must be positive, got {self.memory_limit}")
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    """The limits --iter-limit, --node-limit, --time-limit and --memory-limit give (checked)."""
+    limits = Limits(args.iter_limit, args.node_limit, args.time_limit, args.memory_limit)
+    limits.check()
+    return limits
 
 
 DEFAULT_LIMITS = Limits()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -131,6 +132,13 @@ def spec_for(t: TensorType, samples: bool = False) -> ArraySpec:
 
 
 Warn = Callable[[str], None]
+
+
+def print_warning(message: str) -> None:
+    """The commands' Warn: the message on stderr, at once."""
+    print(message, file=sys.stderr, flush=True)
+
+
 _LISTED_NAMES = 20
 
 

@@ -106,3 +106,9 @@ def add_allow_extra_flag(parser: argparse.ArgumentParser) -> None:
         help="a member of an --inputs or --calibrate file whose name matches no input or "
         "param of the model is a warning (and ignored), not an error",
     )
+
+
+def verify_seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    """The seeds --verify runs on: --seed (0 without the flag) and the two after it."""
+    first = getattr(args, "seed", 0) or 0
+    return (first, first + 1, first + 2)

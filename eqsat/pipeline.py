@@ -57,7 +57,7 @@ class OptimizeResult:
     times: dict[str, float] = field(default_factory=dict)
     priced: PricedEGraph | None = None  # kept on request: the e-graph with its costs
     roots: list[str] = field(default_factory=list)
-    quant: Any = None  # eqsat.quant.cli.QuantRun when the command quantized
+    quant: Any = None  # eqsat.quant.run.QuantRun when the command quantized
     blocks: Any = None  # eqsat.blocks.BlockReport when optimized block by block
 
 

@@ -6,7 +6,10 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from eqsat.ir.graph import Graph
+from eqsat.ir.types import dtype_of_array
 from eqsat.limits import number_text
 
 
@@ -38,6 +41,21 @@ class Summary:
             f"bytes moved, unfused: {self.bytes_moved:,} ({human_bytes(self.bytes_moved)})"
         )
         return "\n".join(lines)
+
+
+def describe_value(name: str, value: np.ndarray) -> str:
+    """One line of `eqsat run`'s listing: the value's dtype, shape, min, max and mean."""
+    wide = value.astype(np.float64)
+    stats = (
+        f"min {wide.min():.4g}  max {wide.max():.4g}  mean {wide.mean():.4g}"
+        if value.size
+        else "empty"
+    )
+    try:
+        dtype = dtype_of_array(value).value
+    except ValueError:  # an ONNX output type (int64, bool...)
+        dtype = value.dtype.name
+    return f"  {name}: {dtype}{list(value.shape)}  {stats}"
 
 
 def human_bytes(n: float) -> str:

@@ -70,7 +70,7 @@ def _split_dims(args: argparse.Namespace) -> tuple[DimRange, dict[str, int]]:
 
 def run_compile(args: argparse.Namespace) -> int:
     """`eqsat compile MODEL --dim S=LO..HI ... -o OUT.eqsb`."""
-    from eqsat.commands.optimize import limits_from_args
+    from eqsat.config import limits_from_args
     from eqsat.costs import program_cost
     from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 
@@ -154,14 +154,13 @@ def describe(bundle: Bundle) -> str:
 
 def run_simulate(args: argparse.Namespace) -> int:
     """`eqsat simulate BUNDLE.eqsb --dim S=N`."""
-    from eqsat.commands.common import warn
-    from eqsat.fileio import load_arrays, save_arrays, write_atomic
+    from eqsat.fileio import load_arrays, print_warning, save_arrays, write_atomic
 
     for flag in ("quantize", "rules"):
         if getattr(args, flag, None):
             raise UsageError(f"--{flag} applies when compiling; a bundle runs as compiled")
     bundle = load_bundle(args.source)
-    inputs = load_arrays(args.inputs, warn=warn) if args.inputs else None
+    inputs = load_arrays(args.inputs, warn=print_warning) if args.inputs else None
     dims = {}
     for k, v in args.dim:
         dims[k] = v

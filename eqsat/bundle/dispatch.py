@@ -134,9 +134,9 @@ def run_bundle(
         result.report,
     )
     if verify:
-        from eqsat.commands.simulate import compare
+        from eqsat.verify.translation import max_errors
 
-        run.errors = compare(outputs, evaluate(exact_graph, {**values, **params}))
+        run.errors = max_errors(outputs, evaluate(exact_graph, {**values, **params}))
     if exact:
         run.exact_cycles, run.exact_outputs = _exact_run(bundle, exact_graph, {**values, **params})
     return run

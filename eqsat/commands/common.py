@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eqsat.fileio import load_arrays
+from eqsat.fileio import load_arrays, print_warning
 from eqsat.flags import UsageError, positive
 from eqsat.loading import LoadedModel, load_model
 from frontend import model_dims
@@ -29,10 +29,6 @@ def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
     return loaded
 
 
-def warn(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
     """Inputs and params: --inputs where given, else the params file, else --seed."""
     given = None
@@ -41,7 +37,7 @@ def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
             args.inputs,
             loaded.input_specs(),
             allow_extra=getattr(args, "allow_extra", False),
-            warn=warn,
+            warn=print_warning,
         )
     return loaded.bindings(getattr(args, "seed", 0) or 0, given, getattr(args, "inputs", "") or "")
 
@@ -61,8 +57,3 @@ def add_verify_flags(p: argparse.ArgumentParser, what: str) -> None:
         help="tolerance of --verify as a normwise relative error (default: scaled to the "
         "model's dtypes and reduction lengths, at most 0.05)",
     )
-
-
-def verify_seeds(args: argparse.Namespace) -> tuple[int, ...]:
-    first = getattr(args, "seed", 0) or 0
-    return (first, first + 1, first + 2)

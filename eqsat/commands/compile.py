@@ -13,6 +13,7 @@ from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag
 from eqsat.quant import cli as quant_cli
+from eqsat.quant.sqnr import json_sqnr
 from eqsat.summary import human_bytes
 from hwsim.hardware import load_hardware
 
@@ -166,7 +167,7 @@ def _write_report(args: argparse.Namespace, quant, lowered) -> None:
         "kernels": sum(1 for _, n in lowered if n.op not in ("input", "param", "const", "literal")),
     }
     if quant is not None:
-        d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+        d["sqnr_db"] = json_sqnr(quant.sqnr)
         d["quantization"] = quant_cli.report(quant, lowered)
     write_atomic(args.report, json.dumps(d, indent=2, allow_nan=False) + "\n")
 

@@ -8,7 +8,8 @@ import json
 import sys
 
 from eqsat.commands.common import load_model_from_args
-from eqsat.commands.optimize import add_optimize_flags, limits_from_args
+from eqsat.commands.optimize import add_optimize_flags
+from eqsat.config import limits_from_args
 from eqsat.explain import explain, format_explanations
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag

@@ -12,15 +12,22 @@ from eqsat.blocks.describe import summary_lines as block_summary_lines
 from eqsat.blocks.scheduler import dask_client, parse_scheduler
 from eqsat.budget import default_memory_limit, parse_size
 from eqsat.commands.block_flags import add_block_flags, cache_from_args
-from eqsat.commands.common import add_verify_flags, load_model_from_args, verify_seeds
-from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_HARDWARE, DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
+from eqsat.commands.common import add_verify_flags, load_model_from_args
+from eqsat.config import (
+    DEFAULT_EXTRACTOR,
+    DEFAULT_HARDWARE,
+    DEFAULT_LIMITS,
+    ILP_TIME_LIMIT,
+    limits_from_args,
+)
 from eqsat.extract.result import OUT_OF_TIME
 from eqsat.fileio import write_atomic
-from eqsat.flags import UsageError, add_dim_flag, seconds
+from eqsat.flags import UsageError, add_dim_flag, seconds, verify_seeds
 from eqsat.loading import save_model
 from eqsat.pipeline import OptimizeResult, optimize
 from eqsat.quant import cli as quant_cli
 from eqsat.quant.cli import add_quant_flags
+from eqsat.quant.sqnr import json_sqnr
 from eqsat.roofline import model_roofline
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.summary import human_bytes
@@ -130,12 +137,6 @@ def _size(text: str) -> int:
         return parse_size(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def limits_from_args(args: argparse.Namespace) -> Limits:
-    limits = Limits(args.iter_limit, args.node_limit, args.time_limit, args.memory_limit)
-    limits.check()
-    return limits
 
 
 def optimize_from_args(
@@ -306,7 +307,7 @@ def report_dict(result: OptimizeResult, hw: Hardware) -> dict:
     if result.blocks is not None:
         out["blocks"] = block_report_json(result.blocks, result.original)
     if result.quant is not None:
-        out["sqnr_db"] = quant_cli.json_sqnr(result.quant.sqnr)
+        out["sqnr_db"] = json_sqnr(result.quant.sqnr)
         out["quantization"] = quant_cli.report(result.quant, result.graph)
     return out
 

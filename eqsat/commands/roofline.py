@@ -11,7 +11,8 @@ from collections import Counter
 from eqsat.batch_sweep import choose, parse_sweep, ridge_point, sweep
 from eqsat.commands.common import load_model_from_args
 from eqsat.commands.compile import add_no_optimize_flag
-from eqsat.commands.optimize import add_optimize_flags, limits_from_args
+from eqsat.commands.optimize import add_optimize_flags
+from eqsat.config import limits_from_args
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag
 from eqsat.loading import load_model

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from eqsat.commands.common import bindings_from_args, load_model_from_args
 from eqsat.fileio import save_arrays
 from eqsat.flags import UsageError, add_allow_extra_flag, add_dim_flag, seed, whole_number
 from eqsat.interpreter import evaluate
-from eqsat.ir.types import dtype_of_array
+from eqsat.summary import describe_value
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,20 +60,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def describe(name: str, value: np.ndarray) -> str:
-    wide = value.astype(np.float64)
-    stats = (
-        f"min {wide.min():.4g}  max {wide.max():.4g}  mean {wide.mean():.4g}"
-        if value.size
-        else "empty"
-    )
-    try:
-        dtype = dtype_of_array(value).value
-    except ValueError:  # an ONNX output type (int64, bool...)
-        dtype = value.dtype.name
-    return f"  {name}: {dtype}{list(value.shape)}  {stats}"
-
-
 def run(args: argparse.Namespace) -> int:
     from eqsat.control.cli import control_command  # models with if/loop regions
 
@@ -100,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         save_arrays(args.output, outputs)
     print(f"model {graph.name}: {len(outputs)} output{'s' if len(outputs) != 1 else ''}")
     for name, value in outputs.items():
-        print(describe(name, value))
+        print(describe_value(name, value))
     if timing is not None:
         print(timing)
     if args.save_inputs:

@@ -14,22 +14,17 @@ from pathlib import Path
 import numpy as np
 
 from eqsat.bundle import cli as bundle_cli
-from eqsat.commands.common import (
-    add_verify_flags,
-    bindings_from_args,
-    load_model_from_args,
-    verify_seeds,
-    warn,
-)
+from eqsat.commands.common import add_verify_flags, bindings_from_args, load_model_from_args
 from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
 from eqsat.commands.optimize import add_optimize_flags
-from eqsat.fileio import ArraySpec, load_arrays, save_arrays, write_atomic
-from eqsat.flags import UsageError, add_dim_flag, seed
+from eqsat.fileio import ArraySpec, load_arrays, print_warning, save_arrays, write_atomic
+from eqsat.flags import UsageError, add_dim_flag, seed, verify_seeds
 from eqsat.interpreter import evaluate
 from eqsat.quant import cli as quant_cli
-from eqsat.quant.sqnr import sqnr_db
+from eqsat.quant.sqnr import format_sqnr, json_sqnr, sqnr_db
 from eqsat.roofline import Roofline, model_roofline
 from eqsat.summary import human_bytes
+from eqsat.verify.translation import max_errors
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +78,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
             graph, compiled, hw, verify_seeds(args), args.verify_tol, extra
         )
     reference = evaluate(graph, bindings)
-    errors = compare(outputs, reference)
+    errors = max_errors(outputs, reference)
     if quant is not None:  # the simulated int8 program against the float model
         quant.sqnr = {k: sqnr_db(reference[k], outputs[k]) for k in reference}
     args.roofline = model_roofline(graph, hw)
@@ -112,7 +107,7 @@ def _asm_run(args: argparse.Namespace):
             args.inputs,
             specs,
             allow_extra=args.allow_extra,
-            warn=warn,
+            warn=print_warning,
             what="input buffer of the program",
         )
     feeds = random_buffers(program, args.seed)
@@ -151,23 +146,6 @@ def random_buffers(program, seed: int) -> dict[str, np.ndarray]:
                 np.int8 if b.dtype == "i8" else np.int32
             )
     return out
-
-
-def compare(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> tuple[float, float]:
-    """(max abs error, max normwise relative error) over all outputs."""
-    abs_err = rel_err = 0.0
-    for name, ref in want.items():
-        r = np.asarray(ref).astype(np.float64)
-        g = np.asarray(got[name]).astype(np.float64)
-        with np.errstate(all="ignore"):
-            diff = np.where(np.isnan(r) & np.isnan(g), 0.0, np.abs(g - r))
-            diff = np.where(np.isinf(r) & (g == r), 0.0, diff)
-        err = float(np.max(diff)) if diff.size else 0.0
-        finite = np.abs(r[np.isfinite(r)])
-        scale = float(finite.max()) if finite.size else 0.0
-        abs_err = max(abs_err, err)
-        rel_err = max(rel_err, err / scale if scale else err)
-    return abs_err, rel_err
 
 
 def report_dict(hw, program, report, errors, roofline: Roofline | None = None) -> dict:
@@ -242,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     hw, program, report, outputs, errors, quant = simulated_run(args)
     d = report_dict(hw, program, report, errors, getattr(args, "roofline", None))
     if quant is not None:
-        d["sqnr_db"] = quant_cli.json_sqnr(quant.sqnr)
+        d["sqnr_db"] = json_sqnr(quant.sqnr)
         d["quantization"] = quant_cli.report(quant, args.lowered)  # per layer, as optimize's
     if not is_asm:
         d["prepared_weights"] = [
@@ -257,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "validation", None) is not None:
         print(args.validation.summary("the simulated program"))
     if quant is not None:
-        print(f"{quant.scheme:<13} SQNR vs float model {quant_cli.format_sqnr(quant.sqnr)}")
+        print(f"{quant.scheme:<13} SQNR vs float model {format_sqnr(quant.sqnr)}")
         if quant.scheme == "auto":  # each layer group's precision, noise and saving
             print("\n".join(quant_cli.summary_lines(quant, args.lowered)))
     if args.output:

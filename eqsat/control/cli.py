@@ -56,7 +56,7 @@ def _say(args: argparse.Namespace):
 
 def optimized(args: argparse.Namespace, loaded: LoadedControl):
     """(program to lower, hardware, ControlOptimizeResult or None)."""
-    from eqsat.commands.optimize import limits_from_args
+    from eqsat.config import limits_from_args
     from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
     from hwsim.hardware import load_hardware
 
@@ -100,8 +100,8 @@ def _optimize(args: argparse.Namespace, loaded: LoadedControl) -> int:
     _, hw, result = optimized(args, loaded)
     validation = None
     if getattr(args, "verify", False):  # before anything is written
-        from eqsat.commands.common import verify_seeds
         from eqsat.control.verify import validate_control
+        from eqsat.flags import verify_seeds
 
         validation = validate_control(
             loaded.program,
@@ -163,8 +163,8 @@ def _simulate(args: argparse.Namespace, loaded: LoadedControl) -> int:
     reference, _trace = run_control(loaded.program, values)
     validation = None
     if getattr(args, "verify", False):  # before anything is written
-        from eqsat.commands.common import verify_seeds
         from eqsat.control.verify import validate_control
+        from eqsat.flags import verify_seeds
 
         validation = validate_control(
             loaded.program,
@@ -318,7 +318,7 @@ def _simulate_host_listing(args: argparse.Namespace, path) -> int:
 
 
 def _run(args: argparse.Namespace, loaded: LoadedControl) -> int:
-    from eqsat.commands.run import describe
+    from eqsat.summary import describe_value
 
     if getattr(args, "backend", "reference") not in (None, "reference", "interpreter"):
         raise UsageError("--backend: models with regions run on the reference interpreter only")
@@ -333,7 +333,7 @@ def _run(args: argparse.Namespace, loaded: LoadedControl) -> int:
     n = len(outputs)
     print(f"model {loaded.program.name}: {n} output{'s' if n != 1 else ''}")
     for name, value in outputs.items():
-        print(describe(name, value))
+        print(describe_value(name, value))
     for k, taken in trace.branches:
         print(f"step {k}: if took the {'then' if taken else 'else'} branch")
     for k, trips in trace.trips:

@@ -4,16 +4,12 @@ optimizer: calibrate and plan before saturation, measure SQNR after."""
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from eqsat.fileio import load_arrays, params_file_for, save_arrays, spec_for
+from eqsat.fileio import load_arrays, params_file_for, print_warning, save_arrays, spec_for
 from eqsat.flags import UsageError, add_allow_extra_flag
 from eqsat.interpreter import evaluate, random_bindings, random_inputs
 from eqsat.ir.graph import Graph
@@ -25,7 +21,8 @@ from eqsat.quant.calibrate import (
 )
 from eqsat.quant.passes import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.passes import QuantPlan, plan_quantization
-from eqsat.quant.sqnr import sqnr_db
+from eqsat.quant.run import QuantRun, int8_kernels
+from eqsat.quant.sqnr import format_sqnr, sqnr_db
 
 AUTO_SQNR_MIN = 35.0  # --quantize auto's budget without --sqnr-min
 SCHEMES = ("int8", "w8a16", "w4a16", "fp8", "bf16", "auto")  # w*, fp8, bf16: quant/weight_only.py
@@ -118,25 +115,6 @@ def add_quant_flags(p: argparse.ArgumentParser) -> None:
     add_allow_extra_flag(g)
 
 
-@dataclass
-class QuantRun:
-    """A planned quantization and where its evaluation inputs come from."""
-
-    plan: QuantPlan
-    params: dict[str, np.ndarray]  # original param values the plan quantized
-    eval_inputs: list[dict[str, np.ndarray]]
-    calibration: str  # human description
-    sqnr: dict[str, float] = field(default_factory=dict)
-    scheme: str = "int8"
-    layer_choices: list = field(default_factory=list)  # --quantize auto (eqsat/quant/auto.py)
-    auto: Any = None  # eqsat.quant.auto.AutoResult with --quantize auto
-    floor: Any = None  # eqsat.quant.floor.FloorResult with --quantize int8 --sqnr-min
-
-    @property
-    def all_params(self) -> dict[str, np.ndarray]:
-        return {**self.params, **self.plan.params}
-
-
 def check_flags(args: argparse.Namespace) -> None:
     quant = getattr(args, "quantize", None)
     if not quant and getattr(args, "calibrate", None):
@@ -184,7 +162,7 @@ def prepare(
 
         return prepare_weight_only(args, graph, bindings, params)
     params_given = params
-    warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    warn = warn or print_warning
     arrays = (
         load_arrays(
             args.calibrate,
@@ -283,8 +261,7 @@ def prepare(
 def candidate_pricer(args: argparse.Namespace, graph: Graph, hw, params, eval_inputs):
     """`--quantize auto`'s judge of a whole plan: optimize it as the command will
     (same rules, limits, extractor) and measure it; (estimated cycles, SQNR per output)."""
-    from eqsat.commands.optimize import limits_from_args
-    from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_LIMITS, ILP_TIME_LIMIT
+    from eqsat.config import DEFAULT_EXTRACTOR, DEFAULT_LIMITS, ILP_TIME_LIMIT, limits_from_args
     from eqsat.pipeline import optimize
     from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 
@@ -336,31 +313,6 @@ def measure(run: QuantRun, original: Graph, optimized: Graph) -> dict[str, float
             gots.setdefault(k, []).append(np.asarray(got[k], dtype=np.float64).reshape(-1))
     run.sqnr = {k: sqnr_db(np.concatenate(refs[k]), np.concatenate(gots[k])) for k in refs}
     return run.sqnr
-
-
-def int8_kernels(graph: Graph) -> int:
-    """Kernels of `graph` that multiply in int8."""
-    from eqsat.ops import OpKind
-    from eqsat.ops.fused import body_nodes
-
-    n = 0
-    for _, node in graph:
-        if node.op in ("qmatmul", "qconv2d"):
-            n += 1
-        elif node.opdef.kind is OpKind.FUSED and node.opdef.composition is not None:
-            ts = [graph.nodes[j].type for j in node.inputs]
-            body = body_nodes(node.opdef.composition, node.opdef.operands, ts, node.attr_dict)
-            n += any(b.op.name in ("qmatmul", "qconv2d") for b in body)
-    return n
-
-
-def format_sqnr(sqnr: Mapping[str, float]) -> str:
-    return ", ".join(f"{k} {v:.1f} dB" for k, v in sqnr.items())
-
-
-def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
-    """JSON has no infinity: an exact output (inf dB) is written as null."""
-    return {k: (round(v, 3) if math.isfinite(v) else None) for k, v in sqnr.items()}
 
 
 def report(run: QuantRun, optimized: Graph) -> dict:

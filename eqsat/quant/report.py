@@ -99,7 +99,7 @@ def layer_rows(run, graph: Graph) -> list[dict]:
 
 def auto_report(run, optimized: Graph) -> dict:
     """REPORT.json's `quantization` for --quantize auto."""
-    from eqsat.quant.cli import int8_kernels
+    from eqsat.quant.run import int8_kernels
     from eqsat.quant.weight_only_run import weight_only_kernels
 
     auto = run.auto

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -25,3 +26,13 @@ def sqnr_by_output(
 ) -> dict[str, float]:
     """SQNR of each output present in both, over all samples given (stacked)."""
     return {name: sqnr_db(reference[name], approx[name]) for name in reference if name in approx}
+
+
+def format_sqnr(sqnr: Mapping[str, float]) -> str:
+    """SQNR per output for a summary line: `probs 43.0 dB, ...`."""
+    return ", ".join(f"{k} {v:.1f} dB" for k, v in sqnr.items())
+
+
+def json_sqnr(sqnr: Mapping[str, float]) -> dict[str, float | None]:
+    """JSON has no infinity: an exact output (inf dB) is written as null."""
+    return {k: (round(v, 3) if math.isfinite(v) else None) for k, v in sqnr.items()}

@@ -11,6 +11,8 @@ import numpy as np
 from eqsat.flags import UsageError
 from eqsat.interpreter import random_bindings, random_inputs
 from eqsat.ir.graph import Graph
+from eqsat.quant.run import QuantRun
+from eqsat.quant.sqnr import format_sqnr
 from eqsat.quant.weight_only import (
     DEFAULT_GROUP,
     DEFAULT_SCALE_DTYPE,
@@ -85,8 +87,6 @@ def prepare_weight_only(
     """The QuantRun of a weight-only scheme: params from `bindings` (what simulate runs),
     else the model's params file over seeded random ones; SQNR on seeded random inputs
     (or the bindings' inputs)."""
-    from eqsat.quant.cli import QuantRun
-
     check_weight_only_flags(args)
     scheme = SCHEMES[args.quantize]
     hw = load_hardware(args.hw)
@@ -132,8 +132,6 @@ def weight_only_report(run, optimized: Graph) -> dict:
 
 
 def weight_only_summary(run, optimized: Graph) -> list[str]:
-    from eqsat.quant.cli import format_sqnr
-
     kernels = (
         f"{weight_only_kernels(optimized)} weight-only kernels"
         if run.scheme != "bf16"

@@ -79,6 +79,24 @@ def output_error(got: np.ndarray, want: np.ndarray, is_int: bool) -> tuple[float
     return err, (err / scale if scale else err)
 
 
+def max_errors(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> tuple[float, float]:
+    """(max abs error, max normwise relative error) over all outputs of a run against the
+    reference interpreter's (`simulate`, a bundle's dispatch)."""
+    abs_err = rel_err = 0.0
+    for name, ref in want.items():
+        r = np.asarray(ref).astype(np.float64)
+        g = np.asarray(got[name]).astype(np.float64)
+        with np.errstate(all="ignore"):
+            diff = np.where(np.isnan(r) & np.isnan(g), 0.0, np.abs(g - r))
+            diff = np.where(np.isinf(r) & (g == r), 0.0, diff)
+        err = float(np.max(diff)) if diff.size else 0.0
+        finite = np.abs(r[np.isfinite(r)])
+        scale = float(finite.max()) if finite.size else 0.0
+        abs_err = max(abs_err, err)
+        rel_err = max(rel_err, err / scale if scale else err)
+    return abs_err, rel_err
+
+
 def validate(
     original: Graph,
     run: Runner,

@@ -20,7 +20,7 @@ from eqsat.ir.types import DType, TensorType
 from eqsat.ops.quant_conv import clamp_bounds
 from eqsat.pipeline import optimize
 from eqsat.quant import cli as quant_cli
-from eqsat.quant.cli import int8_kernels
+from eqsat.quant.run import int8_kernels
 from frontend import check_model, parse_model
 from hwsim import load_hardware, simulate
 from tests.quant.helpers import args, rules

@@ -11,8 +11,8 @@ from eqsat.interpreter import evaluate, random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.pipeline import optimize
-from eqsat.quant.cli import int8_kernels
 from eqsat.quant.passes import quantizable_convs
+from eqsat.quant.run import int8_kernels
 from eqsat.quant.sqnr import sqnr_db
 from frontend import check_model, parse_model
 from hwsim import load_hardware, simulate

@@ -9,7 +9,7 @@ import pytest
 from backend import compile_graph
 from eqsat.interpreter import evaluate
 from eqsat.pipeline import optimize
-from eqsat.quant.cli import int8_kernels
+from eqsat.quant.run import int8_kernels
 from eqsat.quant.sqnr import sqnr_db
 from hwsim import load_hardware, simulate
 from tests.quant.helpers import model, quantized, rules
