@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+
+import numpy as np
 
 from eqsat.fileio import load_arrays, print_warning
 from eqsat.flags import UsageError, positive
@@ -40,6 +43,14 @@ def bindings_from_args(args: argparse.Namespace, loaded: LoadedModel) -> dict:
             warn=print_warning,
         )
     return loaded.bindings(getattr(args, "seed", 0) or 0, given, getattr(args, "inputs", "") or "")
+
+
+def compile_time_params(graph, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The values of `graph`'s params that the backend may take as known at compile time
+    (a quantized program's per-channel multipliers are instruction immediates): those
+    the program will be fed, so that what it bakes in is what it reads."""
+    names = (str(node.attr("name")) for _, node in graph.params)
+    return {n: values[n] for n in names if n in values}
 
 
 def add_verify_flags(p: argparse.ArgumentParser, what: str) -> None:

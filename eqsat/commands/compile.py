@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from eqsat.bundle import cli as bundle_cli
-from eqsat.commands.common import load_model_from_args
+from eqsat.commands.common import compile_time_params, load_model_from_args
 from eqsat.commands.compile_stages import STAGES, emit_stage
 from eqsat.commands.mlir_dynamic import add_dynamic_flag, check_dynamic_flag, dynamic_shapes
 from eqsat.commands.optimize import add_optimize_flags, optimize_from_args
@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     quant = result.quant if result is not None else None
     if args.emit in ("mlir", "mlir-tiled"):
         return _write_mlir(args, loaded, lowered, quant)
-    compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
+    consts = quant.all_params if quant else compile_time_params(lowered, loaded.params)
+    compiled = compile_graph(lowered, hw, consts)
     fp = compiled.footprint
     text = emitted_text(args.emit, compiled, lowered.name)
     if args.output:
@@ -195,7 +196,7 @@ def _write_mlir(args: argparse.Namespace, loaded, lowered, quant) -> int:
             lowered,
             locations=statement_locations(loaded.model),
             source=args.model,
-            consts=quant.all_params if quant else None,
+            consts=quant.all_params if quant else compile_time_params(lowered, loaded.params),
             tiled=args.emit == "mlir-tiled",
             shapes=dynamic_shapes(args, loaded, lowered, _rebuild),
         )

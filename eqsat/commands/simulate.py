@@ -14,7 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from eqsat.bundle import cli as bundle_cli
-from eqsat.commands.common import add_verify_flags, bindings_from_args, load_model_from_args
+from eqsat.commands.common import (
+    add_verify_flags,
+    bindings_from_args,
+    compile_time_params,
+    load_model_from_args,
+)
 from eqsat.commands.compile import add_no_optimize_flag, graph_for_target
 from eqsat.commands.optimize import add_optimize_flags
 from eqsat.fileio import ArraySpec, load_arrays, print_warning, save_arrays, write_atomic
@@ -66,8 +71,9 @@ def _model_run(args: argparse.Namespace, hw_name: str):
     bindings = bindings_from_args(args, loaded)
     lowered, hw, opt = graph_for_target(args, graph, bindings)
     quant = opt.quant if opt is not None else None
-    compiled = compile_graph(lowered, hw, quant.all_params if quant else None)
     feeds = {**bindings, **quant.plan.params} if quant else bindings
+    consts = quant.all_params if quant else compile_time_params(lowered, feeds)
+    compiled = compile_graph(lowered, hw, consts)
     result = simulate(compiled.program, hw, compiled.feeds(feeds), record=_record(args))
     outputs = compiled.results(result.outputs)
     if args.verify:  # checked before run() writes anything
@@ -75,7 +81,7 @@ def _model_run(args: argparse.Namespace, hw_name: str):
 
         extra = quant.plan.params if quant else None
         args.validation = validate_program(
-            graph, compiled, hw, verify_seeds(args), args.verify_tol, extra
+            graph, compiled, hw, verify_seeds(args), args.verify_tol, extra, consts
         )
     reference = evaluate(graph, bindings)
     errors = max_errors(outputs, reference)

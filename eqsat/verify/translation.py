@@ -103,13 +103,18 @@ def validate(
     what: str,
     seeds: Sequence[int] = tuple(range(DEFAULT_SEEDS)),
     tolerance: float | None = None,
+    fixed: Mapping[str, np.ndarray] | None = None,
 ) -> Validation:
     """Run `run` and the reference interpreter on `original` for each seed; raise
-    VerificationError when an output's error exceeds the tolerance."""
+    VerificationError when an output's error exceeds the tolerance. `fixed`: values of
+    inputs or params that stay the same on every seed (params a program was compiled
+    with)."""
     tol = model_tolerance(original) if tolerance is None else tolerance
     worst = (-1.0, 0.0, "", seeds[0])
+    names = original.bound_names()
+    kept = {k: v for k, v in (fixed or {}).items() if k in names}
     for seed in seeds:
-        bindings = random_bindings(original, seed)
+        bindings = {**random_bindings(original, seed), **kept}
         with np.errstate(all="ignore"):
             want = evaluate(original, bindings)
             try:
@@ -150,12 +155,15 @@ def validate_program(
     seeds: Sequence[int],
     tolerance: float | None = None,
     extra_feeds: Mapping[str, np.ndarray] | None = None,
+    fixed: Mapping[str, np.ndarray] | None = None,
 ) -> Validation:
-    """The lowered program, run on hwsim, against the original model."""
+    """The lowered program, run on hwsim, against the original model. `extra_feeds`:
+    params only the program reads (a quantization's); `fixed`: the original's params the
+    program was compiled with (their values are baked into its instructions)."""
     from hwsim import simulate
 
     def run(bindings: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         result = simulate(compiled.program, hw, compiled.feeds({**bindings, **(extra_feeds or {})}))
         return compiled.results(result.outputs)
 
-    return validate(original, run, "the simulated program", seeds, tolerance)
+    return validate(original, run, "the simulated program", seeds, tolerance, fixed)

@@ -31,6 +31,14 @@ def test_optimize_reports_sqnr_and_writes_params(tmp_path, capsys) -> None:
     params = load_arrays(tmp_path / "q.params.npz")
     assert params["w1.q"].dtype == np.int8 and "qmatmul_bias_requant" in out.read_text()
 
+    # The written program reads back: its per-channel multipliers come from its params
+    # file at compile time, and --verify runs the reference on those same params.
+    sim = tmp_path / "sim.json"
+    assert main(["simulate", str(out), "--no-optimize", "--verify", "--report", str(sim)]) == 0
+    assert "verified: the simulated program matches" in capsys.readouterr().out
+    assert main(["compile", str(out), "-o", str(tmp_path / "q.asm")]) == 0
+    assert "requantize" in (tmp_path / "q.asm").read_text()
+
 
 def test_calibration_file_with_stacked_samples_and_percentile(tmp_path, capsys) -> None:
     cal = tmp_path / "cal.npz"
