@@ -16,17 +16,21 @@ equal count (the count is a product of a row count and a column count).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
 from eqsat.ir.types import TensorType
 from eqsat.ops.spatial import Window2d, lowest, window2d
 from eqsat.spatial_plan import NHWC, conv_window, count_runs, window_layout
 
-from .compiler import Compiler
 from .conv_prep import PACK, nhwc_image
 from .ewise import emit_ewise
 from .expr import Bin, Expr, Leaf
 from .views import Imm, Value, View
+from .zero_points import weight_sums, weight_value
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def map_leaves(e: Expr, fn) -> Expr:
@@ -209,13 +213,11 @@ def lower_depthwise(
         conv = Bin("add", conv, Imm(0.0, out_type.dtype.value))
     extra: list[View] = []
     if za:
-        from .lower_contract import _weight_sums, _weight_value
-
         w2 = w.reshape((o, kh * kw))
         if w2 is None:
             w2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, kh * kw))
-        known = _weight_value(c, node)
-        sums = _weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
+        known = weight_value(c, node)
+        sums = weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
         conv = Bin("sub", conv, Bin("mul", Leaf(2 * n_taps), Imm(za, "i32")))
         b = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
         split = b.reshape(out.shape) if mult > 1 else b
