@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from eqsat.tiling import node_tile
-from hwsim.costmodel import KernelWork, cheapest_tiles
+from hwsim.costmodel import KernelWork, cheapest_tiles, pow2_multiples
 from hwsim.dtypes import ITEMSIZE
 from hwsim.gemm_queues import split_first_step
 
@@ -28,14 +28,6 @@ if TYPE_CHECKING:
     from .compiler import Compiler
 
 MARGIN = 2048  # SRAM bytes for broadcast operand rows and alignment
-
-
-def _pow2(unit: int, limit: int) -> list[int]:
-    sizes, s = [], unit
-    while s < limit:
-        sizes.append(s)
-        s *= 2
-    return [*sizes, limit]
 
 
 def choose_tile(
@@ -64,13 +56,13 @@ def choose_tile(
                 return tile, slots
         return _fit(c, g, tile, sizes, modes), 1
     slots_of: dict[tuple[int, int, int], int] = {}
-    for tm in _pow2(hw.array_rows, g.m):
-        for tn in [g.n] if rows_bytes is not None else _pow2(hw.array_cols, g.n):
+    for tm in pow2_multiples(hw.array_rows, g.m):
+        for tn in [g.n] if rows_bytes is not None else pow2_multiples(hw.array_cols, g.n):
             if 4 * accs * tm * tn > hw.acc_bytes:
                 continue
             extra = prologue_bytes(tm) if prologue_bytes is not None else 0
             extra += rows_bytes(tm) if rows_bytes is not None else 0
-            depths = [g.k] if prologue_bytes is not None else _pow2(hw.array_rows, g.k)
+            depths = [g.k] if prologue_bytes is not None else pow2_multiples(hw.array_rows, g.k)
             for slots in (2, 1):
                 fits = [
                     tk

@@ -37,14 +37,13 @@ from .conv_pointwise import lower_pointwise
 from .conv_prep import conv_inputs
 from .conv_transposed import lower_transposed
 from .errors import BackendError
-from .ewise import emit_ewise
 from .ewise_ops import EXPR
 from .expr import Cvt, Expr, Leaf
 from .gated import lower_gated
 from .gemm import Gemm
 from .gemm_kernel import add_gemm_kernel, choose_tile, epi_bytes, epi_leaves
 from .layouts import contraction_op
-from .operands import expr_value
+from .operands import add_ewise_kernel, expr_value
 from .quant import VALUE_EXPR
 from .space import Space
 from .views import Imm, Value, View
@@ -170,15 +169,7 @@ def contraction(
         tmp = c.new_buffer(acc, ctype.shape, c.label(i) + ".acc")
         _emit(c, i, node, cop, views, cattrs, tmp, None, [], work, prologue)
         out = c.alloc_value(i, node, keep_last=False)
-        ins = [tmp, *leaves]
-        c.add_kernel(
-            c.kernel_name(i, ".epilogue"),
-            i,
-            "main",
-            lambda kb: emit_ewise(kb, out, epi, ins, c.zero()),
-            ins,
-            [out],
-        )
+        add_ewise_kernel(c, i, out, epi, [tmp, *leaves], ".epilogue")
         return out
     out = c.alloc_value(i, node, keep_last=True)
     _emit(c, i, node, cop, views, cattrs, out, epi, leaves, work, prologue, norm)
@@ -197,15 +188,7 @@ def _depthwise(c, i, node, views, cattrs, ctype, epi, leaves) -> View:
     acc = DType.I32 if ctype.dtype is DType.I32 else DType.F32  # a qconv2d's i32 sums
     tmp = lower_depthwise(c, i, node, x, w, cattrs, None, [], ctype.with_dtype(acc))
     out = c.alloc_value(i, node, keep_last=False)
-    ins = [tmp, *leaves]
-    c.add_kernel(
-        c.kernel_name(i, ".epilogue"),
-        i,
-        "main",
-        lambda kb: emit_ewise(kb, out, epi, ins, c.zero()),
-        ins,
-        [out],
-    )
+    add_ewise_kernel(c, i, out, epi, [tmp, *leaves], ".epilogue")
     return out
 
 

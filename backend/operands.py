@@ -22,15 +22,22 @@ def expr_value(c: Compiler, i: int, node: Node, expr: Expr, leaves: list[View]) 
     if not leaves:
         return fold(Cvt(node.type.dtype.value, expr))  # type: ignore[return-value]
     out = c.alloc_value(i, node, keep_last=False)
+    add_ewise_kernel(c, i, out, expr, leaves)
+    return out
+
+
+def add_ewise_kernel(
+    c: Compiler, i: int, out: View, expr: Expr, leaves: list[View], suffix: str = ""
+) -> None:
+    """Node i's streaming kernel (its main one, or `suffix`'s): out = expr(leaves)."""
     c.add_kernel(
-        c.kernel_name(i),
+        c.kernel_name(i, suffix),
         i,
         "main",
         lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
         leaves,
         [out],
     )
-    return out
 
 
 def operand_exprs(c: Compiler, node: Node) -> tuple[list[Expr], list[View]]:

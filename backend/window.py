@@ -26,6 +26,7 @@ from eqsat.spatial_plan import NHWC, conv_window, count_runs, window_layout
 from .conv_prep import PACK, nhwc_image
 from .ewise import emit_ewise
 from .expr import Bin, Expr, Leaf
+from .operands import add_ewise_kernel
 from .views import Imm, Value, View
 from .zero_points import weight_sums, weight_value
 
@@ -130,7 +131,7 @@ def lower_max_pool(c: Compiler, i: int, node: Node) -> Value:
     taps = image.taps()
     out, value = image.output(c, i, node, node.type)
     expr = _chain("max", [Leaf(k) for k in range(len(taps))])
-    _add(c, i, out, expr, taps)
+    add_ewise_kernel(c, i, out, expr, taps)
     return value
 
 
@@ -151,7 +152,7 @@ def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
         count_map = _count_map(c, i, g, include_pad)
         leaves.append(count_map.broadcast_to(node.type.shape))
         divisor = Leaf(len(taps))
-    _add(c, i, out, Bin("div", total, divisor), leaves)
+    add_ewise_kernel(c, i, out, Bin("div", total, divisor), leaves)
     return value
 
 
@@ -238,16 +239,5 @@ def lower_depthwise(
                     else c.materialize(b, c.label(i), i).reshape(out.shape)
                 )  # type: ignore[union-attr]
             extra.append(b)  # type: ignore[arg-type]
-    _add(c, i, out, expr, [*taps, *weights, *extra])
+    add_ewise_kernel(c, i, out, expr, [*taps, *weights, *extra])
     return value
-
-
-def _add(c: Compiler, i: int, out: View, expr: Expr, leaves: list[View]) -> None:
-    c.add_kernel(
-        c.kernel_name(i),
-        i,
-        "main",
-        lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
-        leaves,
-        [out],
-    )
