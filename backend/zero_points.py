@@ -7,6 +7,7 @@ GEMM output with them (`conv_gemm_epilogue`).
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -112,6 +113,7 @@ def zero_point_epilogue(c, i, a: View, b: View, attrs, epi, leaves, b_value=None
 
 
 def row_sums(c: Compiler, i: int, x: View, suffix: str) -> View:
+    """The i32 sums of x over its last axis: a reduction kernel (a prep kernel of node i)."""
     if x.shape[-1] > 1 and x.strides[-1] != 1:
         x = c.materialize(x, c.label(i) + suffix, i)
     out = c.new_buffer("i32", x.shape[:-1], c.label(i) + suffix)
@@ -127,8 +129,8 @@ def row_sums(c: Compiler, i: int, x: View, suffix: str) -> View:
 
 
 def substitute_acc(e: Expr, by: Expr) -> Expr:
-    from dataclasses import fields, replace
-
+    """The epilogue e with its accumulator, Leaf(0), replaced by `by` (the corrected
+    accumulator)."""
     if e == Leaf(0):
         return by
     if isinstance(e, Leaf | Imm):
