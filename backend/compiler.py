@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
 from eqsat.weights import prepared_nodes
@@ -198,8 +199,6 @@ class Compiler:
     # ------------------------------------------------------------ stages
 
     def lower(self) -> None:
-        from eqsat.custom_instr.derive import InstructionOp
-
         # what the program computes or reads: a node only prepared weights use is the
         # host's business
         needed = self.graph.live(stop=[i in self.prepared for i in range(len(self.graph.nodes))])
