@@ -14,6 +14,7 @@ place. Anything else is first copied row-major. Several heads per step (the plan
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,12 +38,14 @@ from eqsat.attention_plan import (
 from eqsat.ir.graph import Node
 from hwsim.isa import Binary, Instr, Matmul, Move, Reduce, Tile, Transpose, Unary
 
-from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .gemm import gemv_step
 from .space import Operand, dram
 from .views import Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def _unit(v: View, axis: int) -> bool:

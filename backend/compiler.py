@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
 from eqsat.weights import prepared_nodes
@@ -32,10 +33,11 @@ from .errors import BackendError
 from .ewise import emit_ewise
 from .expr import Leaf
 from .layouts import layout_prefs
+from .lowering import LOWER, lower_node
 from .planner import plan
 from .program import CompiledProgram, KernelInfo
 from .space import Operand
-from .views import Imm, LogicalBuffer, Value, View, row_major
+from .views import Imm, LogicalBuffer, Value, View, inverse_perm, row_major
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Compiler:
         self.prepared = prepared_nodes(graph)  # computed at load time (eqsat/weights.py)
         self.prepared_inputs: dict[str, int] = {}  # binding -> node, fed by the host
         # binding -> (weight node, axes): its integer sums, computed by the host at load
-        # time (a zero-point correction of an int8 product: backend/lower_contract.py)
+        # time (a zero-point correction of an int8 product: backend/zero_points.py)
         self.prepared_sum_inputs: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._known: dict[int, np.ndarray | None] = {}  # prepared values known now
         self.prefs = layout_prefs(graph, hw, self.prepared)
@@ -99,7 +101,7 @@ class Compiler:
         self.buffers.append(buf)
         self.bindings[buf.name] = (name, perm)  # type: ignore[index]
         view = View(buf, 0, stored, row_major(stored))
-        return view.permute(_inverse(perm)) if perm else view
+        return view.permute(inverse_perm(perm)) if perm else view
 
     def constant_buffer(self, label: str, dtype: str, value: np.ndarray) -> View:
         """A read-only input buffer whose contents the compiler knows (iota tables):
@@ -115,7 +117,7 @@ class Compiler:
         perm = self.prefs.get(i)
         if perm and (not keep_last or perm[-1] == len(shape) - 1):
             stored = tuple(shape[p] for p in perm)
-            return self.new_buffer(dtype, stored, self.label(i)).permute(_inverse(perm))
+            return self.new_buffer(dtype, stored, self.label(i)).permute(inverse_perm(perm))
         return self.new_buffer(dtype, shape, self.label(i))
 
     def compile_time_value(self, j: int) -> np.ndarray | None:
@@ -197,10 +199,6 @@ class Compiler:
     # ------------------------------------------------------------ stages
 
     def lower(self) -> None:
-        from eqsat.custom_instr.derive import InstructionOp
-
-        from .lowering import LOWER, lower_node
-
         # what the program computes or reads: a node only prepared weights use is the
         # host's business
         needed = self.graph.live(stop=[i in self.prepared for i in range(len(self.graph.nodes))])
@@ -327,13 +325,6 @@ def _prod(shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= d
     return n
-
-
-def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
 
 
 def compile_graph(

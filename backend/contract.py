@@ -23,6 +23,7 @@ from hwsim.isa import Transpose
 from .emit import KernelBuilder, offset_tile, sub
 from .expr import Expr
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
+from .norm_loader import NormLoader
 from .space import Operand, Space, dram
 from .views import View
 
@@ -60,7 +61,7 @@ def emit_matmul(
 ) -> None:
     """out = epilogue(a @ b, leaves...) with Leaf(0) the product (None: just a @ b).
     `gemv`: the cost model priced it as a matmul (emit_gemm's flag). `a_prologue`: a
-    NormPrologue whose row program normalizes each A panel (backend/norm_matmul.py).
+    NormPrologue whose row program normalizes each A panel (backend/norm_loader.py).
     `out_norm`: a NormEpilogue whose row program normalizes each output tile's rows
     (backend/norm_epilogue.py). `split_first`: emit_gemm's (the first K step in pieces)."""
     batch = out.shape[:-2]
@@ -71,8 +72,6 @@ def emit_matmul(
     nb = len(batch)
     a_ld = StridedLoader(a_op, nb, nb + 1, matrix_mode(a))  # type: ignore[arg-type]
     if a_prologue is not None:
-        from .norm_matmul import NormLoader
-
         a_ld = NormLoader(a_ld, a_prologue)  # type: ignore[assignment]
     b_ld = StridedLoader(b_op, nb, nb + 1, matrix_mode(b))  # type: ignore[arg-type]
     space = Space(out.shape, nb, nb + 1)

@@ -10,19 +10,23 @@ decides when this form is taken, and pointwise_work prices exactly this GEMM.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eqsat.spatial_plan import pointwise_work
 
-from .compiler import Compiler
 from .contract import matrix_mode
+from .gemm_kernel import add_gemm_kernel
 from .views import View
+from .zero_points import conv_gemm_epilogue
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_pointwise(
     c: Compiler, i: int, node, x: View, w: View, attrs, out: View, epi, leaves, work
 ) -> None:
     """out [N, O, H, W] = epilogue(w @ x per image), one matmul kernel."""
-    from .lower_contract import add_gemm_kernel, conv_gemm_epilogue
-
     n, ch, h, wd = x.shape
     o = w.shape[0]
     p = h * wd

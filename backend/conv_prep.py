@@ -21,18 +21,21 @@ convolution (window.py) read the same layout.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from eqsat.spatial_plan import PrepPlan, prep_plan
 from hwsim.dtypes import ITEMSIZE
 from hwsim.isa import Binary, Tile, Transpose
 
-from .compiler import Compiler
 from .contract import ConvGeom, matrix_mode
 from .emit import KernelBuilder, Pipeline, offset_tile
 from .ewise import emit_ewise
 from .expr import Leaf
 from .space import Operand, dram
 from .views import Imm, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 PACK = (2, 3, 1, 0)
 

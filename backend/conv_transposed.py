@@ -14,16 +14,21 @@ eqsat/spatial_plan.py transposed_work is this GEMM's work.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eqsat.ir.types import DType, TensorType
 from eqsat.spatial_plan import transposed_work
 from eqsat.tiling import node_tile
 from hwsim.dtypes import ITEMSIZE
 
-from .compiler import Compiler
 from .contract import ConvGeom, acc_dtype, emit_conv_t, matrix_mode
 from .gemm import Gemm
+from .gemm_kernel import choose_tile, epi_bytes, epi_leaves
 from .space import Space
 from .views import View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_transposed(
@@ -41,8 +46,6 @@ def lower_transposed(
     work,
 ) -> None:
     """One kernel: out3 [N, O, HO*WO] = epilogue(weights @ patches) per image."""
-    from .lower_contract import _epi_bytes, _epi_leaves, choose_tile
-
     o = w.shape[0]
     k = geom.kh * geom.kw * geom.c
     a = w.permute((0, 2, 3, 1)).reshape((o, k))
@@ -50,9 +53,9 @@ def lower_transposed(
         a = w2.permute((1, 0))  # the packed [K, O] weights, read transposed
     g = Gemm((geom.n,), o, geom.ho * geom.wo, k, x.dtype, acc_dtype(x.dtype))
     space = Space(out3.shape, 1, 2)
-    leaves = _epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
+    leaves = epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
     s = ITEMSIZE[x.dtype]
-    sizes = (s, s, ITEMSIZE[out3.dtype], _epi_bytes(epi, leaves, space, out3.dtype, g.acc_dtype))
+    sizes = (s, s, ITEMSIZE[out3.dtype], epi_bytes(epi, leaves, space, out3.dtype, g.acc_dtype))
     modes = matrix_mode(a) + "t"  # type: ignore[operator]
     out_t = TensorType(DType(out3.dtype), (geom.n, o, geom.ho, geom.wo))
     xt, wt = TensorType(DType(x.dtype), x.shape), TensorType(DType(w.dtype), w.shape)

@@ -9,19 +9,25 @@ read once instead of twice. The cost model prices the same loop (KernelWork.gemm
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eqsat.costs import kernel_work
 from eqsat.ir.graph import Node
 from eqsat.ops.fused import Call
 from hwsim.dtypes import ITEMSIZE
 
-from .compiler import Compiler
 from .contract import acc_dtype, matrix_mode
 from .errors import BackendError
 from .expr import Expr
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
+from .gemm_kernel import choose_tile, epi_leaves, gemv_work
+from .norm_loader import NormLoader
 from .space import Operand, Space
 from .tileexpr import bytes_per_element
 from .views import View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_gated(
@@ -35,7 +41,7 @@ def lower_gated(
     prologue=None,
 ) -> View:
     """Lower a fused node whose body holds two matmuls of the same first operand
-    (`prologue`: a NormPrologue normalizing A's rows, backend/norm_matmul.py)."""
+    (`prologue`: a NormPrologue normalizing A's rows, backend/norm_loader.py)."""
     if len(products) != 2 or any(p.op != "matmul" for p in products):
         raise BackendError(f"fused op '{node.op}': a gated kernel takes two matmuls")
     names = [p.args for p in products]
@@ -51,9 +57,7 @@ def lower_gated(
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
-    from .lower_contract import _epi_leaves, choose_tile, gemv_work
-
-    leaves = _epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
+    leaves = epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
     s = ITEMSIZE[a.dtype]
     ops = [Operand.of(v, space.shape) for v in leaves]
     accs = {0: g.acc_dtype, 1: g.acc_dtype}
@@ -83,8 +87,6 @@ def lower_gated(
         nb = len(batch)
         a_ld = StridedLoader(Operand.of(a, (*batch, m, k)), nb, nb + 1, matrix_mode(a))  # type: ignore[arg-type]
         if prologue is not None:
-            from .norm_matmul import NormLoader
-
             a_ld = NormLoader(a_ld, prologue)  # type: ignore[assignment]
         b_lds = [
             StridedLoader(Operand.of(b, (*batch, k, n)), nb, nb + 1, matrix_mode(b))  # type: ignore[arg-type]

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
 from eqsat.spatial_plan import gather_plan
 from hwsim.isa import Binary, DramRef, Gather, Instr, Load, Store, Unary
 
-from .compiler import Compiler
 from .emit import KernelBuilder, sub
 from .views import Imm, Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_gather(c: Compiler, i: int, node: Node) -> Value:

@@ -7,9 +7,16 @@ become one streaming kernel of a tile expression (ewise_ops.py); reductions, sof
 and layernorm are row kernels; cumsum is a scan kernel (scan.py); matmul/conv and
 every fused kernel go through lower_contract.py. Ops whose inputs are all immediates
 are folded by the reference semantics when the result is again uniform.
+
+Imports point one way: the driver (compiler.py) -> this table -> the per-family
+lowerers -> shared helpers (operands.py, gemm_kernel.py, zero_points.py) -> kernel
+emitters (ewise, rowwise, gemm, contract) and views; the lowerers name `Compiler` for
+type checking only.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,23 +30,26 @@ from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.row_plan import RowQuant
 
 from .attention import lower_attention
-from .compiler import Compiler, _inverse
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
-from .expr import Cust, Cvt, Expr, Leaf, fold
+from .expr import Cust, Leaf
 from .gather import lower_gather
 from .lower_contract import lower_contraction, lower_fused
 from .norm_epilogue import lower_norm_epilogue
 from .norm_matmul import lower_norm_matmul
+from .operands import expr_value, operand_exprs, row_operand
 from .pad import lower_pad
 from .quant import LOWER_QUANT
 from .rotation import lower_hadamard
 from .rowwise import emit_reduce, emit_rows
 from .scan import lower_cumsum
-from .views import Imm, Value, View
+from .views import Imm, Value, View, inverse_perm
 from .weight_only import LOWER_WEIGHT_ONLY
 from .window import lower_avg_pool, lower_max_pool
 from .winograd import LOWER_WINOGRAD
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 # ---------------------------------------------------------------- leaves
 
@@ -81,34 +91,6 @@ def fold_node(c: Compiler, node: Node) -> Imm | None:
 
 
 # ---------------------------------------------------------------- elementwise
-
-
-def expr_value(c: Compiler, i: int, node: Node, expr: Expr, leaves: list[View]) -> Value:
-    if not leaves:
-        return fold(Cvt(node.type.dtype.value, expr))  # type: ignore[return-value]
-    out = c.alloc_value(i, node, keep_last=False)
-    c.add_kernel(
-        c.kernel_name(i),
-        i,
-        "main",
-        lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
-        leaves,
-        [out],
-    )
-    return out
-
-
-def operand_exprs(c: Compiler, node: Node) -> tuple[list[Expr], list[View]]:
-    exprs: list[Expr] = []
-    leaves: list[View] = []
-    for j in node.inputs:
-        v = c.value(j)
-        if isinstance(v, Imm):
-            exprs.append(v)
-        else:
-            exprs.append(Leaf(len(leaves)))
-            leaves.append(v)
-    return exprs, leaves
 
 
 def lower_ewise(c: Compiler, i: int, node: Node) -> Value:
@@ -197,26 +179,18 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     return out.reshape(node.type.shape)  # type: ignore[return-value]
 
 
-def _row_operand(c: Compiler, v: Value, shape: tuple[int, ...], label: str, i: int) -> View:
-    """v as a view whose rows are contiguous, copied (a kernel of node i) if not."""
-    v = c.as_view(v, shape, label)
-    if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
-        v = c.materialize(v, label, i)
-    return v
-
-
 def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
     axis = int(node.attr("axis"))  # type: ignore[arg-type]
     perm = (*(a for a in range(len(shape)) if a != axis), axis)
     x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
-    x = _row_operand(c, x, x.shape, c.label(i), i)
+    x = row_operand(c, x, x.shape, c.label(i), i)
     if perm == tuple(range(len(shape))):
         out = c.alloc_value(i, node, keep_last=True)
         value = out
     else:
         out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
-        value = out.permute(_inverse(perm))
+        value = out.permute(inverse_perm(perm))
     c.add_kernel(
         c.kernel_name(i), i, "main", lambda kb: emit_rows(kb, x, out, "softmax", {}), [x], [out]
     )
@@ -225,10 +199,10 @@ def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
 
 def lower_layernorm(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
-    x = _row_operand(c, _x(c, node), shape, c.label(i), i)
+    x = row_operand(c, _x(c, node), shape, c.label(i), i)
     d = (shape[-1],)
-    gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
-    beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
+    gamma = row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
+    beta = row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
     out = c.alloc_value(i, node, keep_last=True)
     params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
     c.add_kernel(
@@ -253,13 +227,13 @@ def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
     axis = int(node.attr("axis")) % len(shape) if kind == "softmax" else len(shape) - 1  # type: ignore[arg-type]
     perm = (*(a for a in range(len(shape)) if a != axis), axis)
     x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
-    x = _row_operand(c, x, x.shape, c.label(i), i)
+    x = row_operand(c, x, x.shape, c.label(i), i)
     params: dict = {}
     reads = [x]
     if kind == "layernorm":
         d = (shape[-1],)
-        gamma = _row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
-        beta = _row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
+        gamma = row_operand(c, c.value(node.inputs[1]), d, c.label(i) + ".gamma", i)
+        beta = row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
         params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
         reads += [gamma, beta]
     if perm == tuple(range(len(shape))):
@@ -267,7 +241,7 @@ def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
         value = out
     else:
         out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
-        value = out.permute(_inverse(perm))
+        value = out.permute(inverse_perm(perm))
     c.add_kernel(
         c.kernel_name(i),
         i,
@@ -281,8 +255,8 @@ def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
 
 def lower_rmsnorm(c: Compiler, i: int, node: Node) -> Value:
     shape = node.type.shape
-    x = _row_operand(c, _x(c, node), shape, c.label(i), i)
-    gamma = _row_operand(c, c.value(node.inputs[1]), (shape[-1],), c.label(i) + ".gamma", i)
+    x = row_operand(c, _x(c, node), shape, c.label(i), i)
+    gamma = row_operand(c, c.value(node.inputs[1]), (shape[-1],), c.label(i) + ".gamma", i)
     out = c.alloc_value(i, node, keep_last=True)
     params = {"gamma": gamma, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
     c.add_kernel(

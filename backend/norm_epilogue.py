@@ -14,6 +14,7 @@ eqsat/norm_epilogue.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from eqsat.costs import op_cost
 from eqsat.ir.graph import Node
@@ -27,12 +28,16 @@ from eqsat.ops import REGISTRY
 from eqsat.row_plan import RowTiles, row_program
 from hwsim.isa import Instr, Tile
 
-from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
+from .lower_contract import lower_fused
+from .operands import row_operand
 from .rowwise import emit_rows
 from .space import Operand, dram
 from .views import Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 @dataclass
@@ -94,14 +99,11 @@ class NormEpilogue:
 
 def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
     """The inner product's lowering with the norm in its output writer."""
-    from .lower_contract import lower_fused
-    from .lowering import _row_operand
-
     kind, inner, count = NORM_EPILOGUE[node.op]
     n = node.type.shape[-1]
     names = list(node.opdef.operands[count:])
     params = {
-        name: _row_operand(c, c.value(j), (n,), f"{c.label(i)}.{name}", i)
+        name: row_operand(c, c.value(j), (n,), f"{c.label(i)}.{name}", i)
         for name, j in zip(names, node.inputs[count:], strict=True)
     }
     norm = NormEpilogue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
@@ -116,7 +118,7 @@ def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
     # this machine (priced unrunnable, so extraction does not choose it): the product
     # with its epilogue, then the norm's own kernel
     total = c.as_view(lower_fused(c, i, inner_node), node.type.shape, c.label(i))
-    total = _row_operand(c, total, node.type.shape, c.label(i), i)
+    total = row_operand(c, total, node.type.shape, c.label(i), i)
     out = c.new_buffer(node.type.dtype.value, node.type.shape, c.label(i) + ".norm")
     rows = {**params, "eps": norm.eps}
     c.add_kernel(

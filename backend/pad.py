@@ -12,6 +12,8 @@ first and copies the interior over it instead, if that costs less on this hardwa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from eqsat.interpreter import narrow
@@ -19,10 +21,12 @@ from eqsat.ir.graph import Node
 from eqsat.ops.spatial import fill_value, pad_widths
 from eqsat.spatial_plan import pad_fills_first
 
-from .compiler import Compiler
 from .ewise import emit_ewise
 from .expr import Leaf
 from .views import Imm, Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def pad_slabs(out: View, widths: list[tuple[int, int]]) -> list[View]:

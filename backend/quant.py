@@ -21,6 +21,7 @@ from eqsat.ops.quant import requantize_pc_tables
 
 from .errors import BackendError
 from .expr import Expr, Leaf, Requant, RequantCh
+from .operands import expr_value, operand_exprs
 from .views import Imm, Value
 
 
@@ -80,8 +81,6 @@ VALUE_EXPR = {"requantize_pc": requantize_pc_expr, "requantize_ch": requantize_c
 
 
 def lower_requantize_pc(c, i: int, node: Node) -> Value:
-    from .lowering import expr_value, operand_exprs
-
     exprs, leaves = operand_exprs(c, node)
     s_node = node.inputs[1]
     if isinstance(c.value(s_node), Imm):

@@ -8,14 +8,18 @@ store.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eqsat.ir.graph import Node
 from eqsat.rotation_plan import hadamard_program, hadamard_rows_per_tile
 
-from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, sub
 from .errors import BackendError
 from .space import Operand, dram
 from .views import Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_hadamard(c: Compiler, i: int, node: Node) -> Value:

@@ -11,6 +11,8 @@ An axis of length 1 needs no kernel: the result is x, or zeros when exclusive.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eqsat.ir.graph import Node
 from eqsat.scan_plan import (
     COLS,
@@ -25,11 +27,13 @@ from eqsat.scan_plan import (
 from hwsim.dtypes import is_float
 from hwsim.isa import Binary, DramRef, Instr, Select, Tile, Unary
 
-from .compiler import Compiler
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .space import Operand, dram
 from .views import Imm, Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def lower_cumsum(c: Compiler, i: int, node: Node) -> Value:

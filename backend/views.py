@@ -95,6 +95,14 @@ class View:
         return None if strides is None else View(self.buf, self.offset, tuple(shape), strides)
 
 
+def inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The permutation that undoes `perm` (view.permute(perm).permute(inverse) == view)."""
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
 def _nocopy_reshape(
     old: tuple[int, ...], old_strides: tuple[int, ...], new: tuple[int, ...]
 ) -> tuple[int, ...] | None:

@@ -32,6 +32,7 @@ from .contract import acc_dtype, matrix_mode
 from .emit import KernelBuilder, sub
 from .errors import BackendError
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
+from .gemm_kernel import choose_tile, gemv_work
 from .space import Operand, Space, dram
 from .views import Value, View
 
@@ -82,8 +83,6 @@ def _row_major(c, v: View, label: str, i: int) -> View:
 
 
 def lower_matmul_wq(c, i: int, node: Node) -> Value:
-    from .lower_contract import choose_tile, gemv_work
-
     bits, group = int(node.attr("bits")), int(node.attr("group"))  # type: ignore[arg-type]
     fmt = str(node.attr("fmt"))
     types = [c.graph.nodes[j].type for j in node.inputs]

@@ -16,17 +16,22 @@ equal count (the count is a product of a row count and a column count).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
 from eqsat.ir.types import TensorType
 from eqsat.ops.spatial import Window2d, lowest, window2d
 from eqsat.spatial_plan import NHWC, conv_window, count_runs, window_layout
 
-from .compiler import Compiler
 from .conv_prep import PACK, nhwc_image
 from .ewise import emit_ewise
 from .expr import Bin, Expr, Leaf
+from .operands import add_ewise_kernel
 from .views import Imm, Value, View
+from .zero_points import weight_sums, weight_value
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def map_leaves(e: Expr, fn) -> Expr:
@@ -126,7 +131,7 @@ def lower_max_pool(c: Compiler, i: int, node: Node) -> Value:
     taps = image.taps()
     out, value = image.output(c, i, node, node.type)
     expr = _chain("max", [Leaf(k) for k in range(len(taps))])
-    _add(c, i, out, expr, taps)
+    add_ewise_kernel(c, i, out, expr, taps)
     return value
 
 
@@ -147,7 +152,7 @@ def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
         count_map = _count_map(c, i, g, include_pad)
         leaves.append(count_map.broadcast_to(node.type.shape))
         divisor = Leaf(len(taps))
-    _add(c, i, out, Bin("div", total, divisor), leaves)
+    add_ewise_kernel(c, i, out, Bin("div", total, divisor), leaves)
     return value
 
 
@@ -209,13 +214,11 @@ def lower_depthwise(
         conv = Bin("add", conv, Imm(0.0, out_type.dtype.value))
     extra: list[View] = []
     if za:
-        from .lower_contract import _weight_sums, _weight_value
-
         w2 = w.reshape((o, kh * kw))
         if w2 is None:
             w2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, kh * kw))
-        known = _weight_value(c, node)
-        sums = _weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
+        known = weight_value(c, node)
+        sums = weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
         conv = Bin("sub", conv, Bin("mul", Leaf(2 * n_taps), Imm(za, "i32")))
         b = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
         split = b.reshape(out.shape) if mult > 1 else b
@@ -236,16 +239,5 @@ def lower_depthwise(
                     else c.materialize(b, c.label(i), i).reshape(out.shape)
                 )  # type: ignore[union-attr]
             extra.append(b)  # type: ignore[arg-type]
-    _add(c, i, out, expr, [*taps, *weights, *extra])
+    add_ewise_kernel(c, i, out, expr, [*taps, *weights, *extra])
     return value
-
-
-def _add(c: Compiler, i: int, out: View, expr: Expr, leaves: list[View]) -> None:
-    c.add_kernel(
-        c.kernel_name(i),
-        i,
-        "main",
-        lambda kb: emit_ewise(kb, out, expr, leaves, c.zero()),
-        leaves,
-        [out],
-    )

@@ -11,16 +11,19 @@ of a run-time tensor has no kernel.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
 from eqsat.ops.winograd import EPILOGUES, input_out_hw, tiles
 from eqsat.winograd_plan import input_instrs, input_plan, output_instrs, output_plan
 from hwsim.isa import DramRef, Instr, Load, Store
 
-from .compiler import Compiler
 from .conv_prep import nhwc_image
 from .errors import BackendError
 from .views import Imm, Value, View
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
 
 
 def _dense(c: Compiler, i: int, v: View) -> View:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend import compile_graph  # noqa: E402
 from backend.gemm import Gemm, sram_need  # noqa: E402
-from backend.lower_contract import MARGIN  # noqa: E402
+from backend.gemm_kernel import MARGIN  # noqa: E402
 from eqsat.costs import kernel_work  # noqa: E402
 from eqsat.interpreter import random_bindings  # noqa: E402
 from eqsat.ir.graph import Graph, GraphBuilder  # noqa: E402

@@ -173,7 +173,7 @@ def _zero_point_epilogue(
     name: str, attrs: Mapping[str, AttrValue], outputs: int
 ) -> tuple[tuple[tuple[bool, bool, int], ...], int]:
     """(epilogue loads, vector ops) a qmatmul adds for its zero points (backend/
-    lower_contract.py _zero_points): a_zero subtracts a_zero times the weight sums, an
+    zero_points.py zero_point_epilogue): a_zero subtracts a_zero times the weight sums, an
     i32 row along n loaded with every tile; b_zero the same with the row sums of a, a
     column along m; both, a constant. (A qconv2d's a_zero is left as it was priced:
     measured on cnn.model's int8 convolutions, adding its sums overprices them 11%.)"""
@@ -619,7 +619,7 @@ def zero_point_sums_cost(
     product for its zero points when the summed operand is a run-time value
     (`runtime[k]`: operand k is neither a param, a constant nor computed from those):
     a_zero takes the column sums of b (a transposed copy, then a row reduction;
-    backend/lower_contract.py _zero_points, conv_gemm_epilogue), b_zero the row sums of
+    backend/zero_points.py zero_point_epilogue, conv_gemm_epilogue), b_zero the row sums of
     a. Sums over weights are folded at compile time or prepared at load time: free."""
     found = _product_operands(REGISTRY[op_name])
     if found is None:

@@ -34,7 +34,7 @@ NORM_MATMUL = {
     "rmsnorm_matmul_swiglu": ("rmsnorm", "matmul_swiglu", 3),
 }
 GATED = ("matmul_swiglu",)  # inner products with two B operands (backend/gated.py)
-MARGIN = 2048  # SRAM bytes kept free besides the tiles (backend/lower_contract.py MARGIN)
+MARGIN = 2048  # SRAM bytes kept free besides the tiles (backend/gemm_kernel.py MARGIN)
 
 
 def prologue_sram_bytes(rows: int, k: int, dtype: str, kind: str) -> int:
