@@ -100,7 +100,7 @@ def test_a_bundle_file_gives_back_the_same_programs(small_bundle, tmp_path):
 
 def test_the_bert_layer_at_full_size_matches_an_exact_compile():
     bundle = compile_bundle(
-        ROOT / "examples" / "bert_layer.model", DimRange("S", 1, 512), [128, 256, 384, 512]
+        ROOT / "examples" / "bert_layer.model", DimRange("S", 1, 512), [384, 512]
     )
     run = run_bundle(bundle, {"S": 300}, verify=True, exact=True)
     assert run.bucket == 384
