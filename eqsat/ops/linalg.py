@@ -109,15 +109,23 @@ def exact_in_float64(a: np.ndarray, b: np.ndarray, terms: int) -> bool:
     return terms * amax * bmax < 2**53
 
 
+def _centered(x: np.ndarray, zero: int) -> np.ndarray:
+    """x - zero in float64, exact for 8/32-bit integers (one copy of a large weight)."""
+    out = x.astype(np.float64)
+    if zero:
+        out -= zero
+    return out
+
+
 def _qmatmul_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
-    a = xs[0].astype(np.int64) - np.int64(attrs["a_zero"])
-    b = xs[1].astype(np.int64) - np.int64(attrs["b_zero"])
+    a = _centered(xs[0], int(attrs["a_zero"]))
+    b = _centered(xs[1], int(attrs["b_zero"]))
     # exact int64 accumulation (through float64 BLAS where that is exact), then wrap
     # to int32 as a 32-bit accumulator would.
     if exact_in_float64(a, b, a.shape[-1]):
-        acc = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+        acc = np.matmul(a, b).astype(np.int64)
     else:
-        acc = np.matmul(a, b)
+        acc = np.matmul(a.astype(np.int64), b.astype(np.int64))
     return acc.astype(np.int32)
 
 

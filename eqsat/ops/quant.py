@@ -34,7 +34,7 @@ def _cast_ref(xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
             r = np.array(r)
         info = np.iinfo(dtype.np_dtype)
         np.clip(r, info.min, info.max, out=r)
-        r[np.isnan(r)] = 0
+        np.copyto(r, 0, where=np.isnan(r))
         return r.astype(dtype.np_dtype)
     if dtype.is_int:
         return saturate(x.astype(np.int64), dtype)
