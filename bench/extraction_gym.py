@@ -54,6 +54,7 @@ from rich.table import Table  # noqa: E402
 from eqsat.extract import EGraph, ExtractError, greedy_extract, ilp_extract  # noqa: E402
 from eqsat.extract.check import CheckFailure, check_extraction  # noqa: E402
 from eqsat.extract.result import OPTIMAL  # noqa: E402
+from eqsat.extract.serialized import parse_json_dict  # noqa: E402
 
 # Relative tolerance for "equal cost" and "within 1%" comparisons.
 _EQUAL = 1e-9
@@ -176,7 +177,7 @@ def run_file(
     if negative:  # maxsat: rewards; the ILP uses a class only where a chosen node needs it
         row.note = f"{negative} nodes with a negative cost"
     try:
-        egraph = EGraph.from_json_dict(data, source=str(rel))
+        egraph = parse_json_dict(data, source=str(rel))
         row.nodes, row.classes = egraph.n_nodes, egraph.n_classes
         row.missing_roots = len(egraph.missing_roots)
         roots = [egraph.class_ids[r] for r in egraph.default_roots()]

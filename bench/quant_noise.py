@@ -30,11 +30,8 @@ from eqsat.loading import load_model
 from eqsat.ops.rotation import hadamard, hadamard_rows
 from eqsat.quant.calibrate import calibration_samples, observed_values
 from eqsat.quant.calibration_methods import choose_range
-from eqsat.quant.passes import (
-    activation_qparams,
-    quantizable_convs,
-    quantizable_matmuls,
-)
+from eqsat.quant.passes import quantizable_convs, quantizable_matmuls
+from eqsat.quant.qparams import activation_qparams
 
 
 def qdq(x: np.ndarray, s, z) -> np.ndarray:

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from . import timing
 from .dtypes import ITEMSIZE
 from .gemm_queues import MAX_INSTRUCTIONS, gemm_program, instruction_count, run_queues
+from .gemm_steps import gemm_step_cycles, gemv_kernel
 from .hardware import MATRIX_DTYPES, Hardware
 
 KINDS = ("matmul", "conv", "vector", "layout")
@@ -295,24 +296,6 @@ def matmul_tiling_cost(
         spill_bytes=spill,
         tile=(tm, tn, tk),
     )
-
-
-def gemv_kernel(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]) -> bool:
-    """Whether a matmul kernel of one-row products runs them on the vector unit at this
-    tile (timing.gemv_on_vector; backend/gemm.py emit_gemm's `gemv`)."""
-    if w.kind != "matmul" or w.patch or w.patch_b:
-        return False
-    return timing.gemv_on_vector(hw, w.dtype, w.m, min(tile[1], w.n), min(tile[2], w.k))
-
-
-def gemm_step_cycles(hw: Hardware, w: KernelWork, tile: tuple[int, int, int]):
-    """Cycles of one k step of the GEMM loop, (m, n, k) -> cycles, per B operand: the
-    array's matmul, or the vector unit's GEMV products where gemv_kernel says so (their
-    partial sums' fold, once per output tile: timing.gemv_fold_cycles)."""
-    if gemv_kernel(hw, w, tile):
-        h = timing.gemv_kernel_rows(hw, w.n, w.k, tile[1], tile[2])
-        return lambda m, n, k: sum(timing.gemv_product_cycles(hw, n, k, h))
-    return lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from . import timing
 from .dtypes import ITEMSIZE
+from .gemm_steps import gemm_step_cycles, gemv_kernel  # the array's or the vector unit's
 from .hardware import Hardware
 
 LOAD, COMPUTE, STORE, VECTOR = 0, 1, 2, 3  # isa.QUEUES order
@@ -176,8 +177,6 @@ def gemm_program(
     outputs = w.batch * w.m * w.n
     prog = QueueProgram()
     pipe = _Pipe(prog, queue=VECTOR if engine == "vector" else COMPUTE)
-    from .costmodel import gemm_step_cycles, gemv_kernel  # the array's or the vector unit's
-
     step = gemm_step_cycles(hw, w, tile)
     # GEMV steps: products into h partial-sum rows, folded at an output tile's last k step
     gemv = engine == "vector" or (not engine and gemv_kernel(hw, w, tile))

@@ -14,7 +14,8 @@ from .ewise import convert
 from .layout import collapse_to, expand_to, pad_value, slice_val
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def _mac(b: Body, acc_type: str) -> str:

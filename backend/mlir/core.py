@@ -1,11 +1,12 @@
 """The text builder every emitter writes through: SSA names from the model, MLIR
-types, constants, locations, and linalg.generic regions with scalar bodies."""
+types, constants, locations, and linalg.generic regions with scalar bodies; and
+`Apply`, the op application every emitter is given."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,6 +33,18 @@ class Val:
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+
+@dataclass(frozen=True)
+class Apply:
+    """One op application to emit: op, canonical attributes, result shape and dtype,
+    and the name hint of its SSA value."""
+
+    op: str
+    attrs: Mapping
+    shape: tuple[int, ...]
+    dtype: str
+    hint: str
 
 
 def tensor_type(shape: Sequence[int], dtype: str) -> str:

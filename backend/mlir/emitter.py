@@ -17,19 +17,7 @@ import numpy as np
 from eqsat.ir.graph import Graph
 from eqsat.ops import REGISTRY, OpKind
 
-from .core import Func, MlirEmitError, Val, ssa_safe, tensor_type
-
-
-@dataclass(frozen=True)
-class Apply:
-    """One op application to emit: op, canonical attributes, result shape and dtype,
-    and the name hint of its SSA value."""
-
-    op: str
-    attrs: Mapping
-    shape: tuple[int, ...]
-    dtype: str
-    hint: str
+from .core import Apply, Func, MlirEmitError, Val, ssa_safe, tensor_type
 
 
 @dataclass
@@ -198,16 +186,6 @@ def _node_locations(
             if inherited:
                 out[i] = inherited
     return out
-
-
-def emit_const(em: Emitter, ap: Apply, args: list[Val]) -> Val:
-    """A splat constant (as the interpreter fills it: np.full in the compute type)."""
-    value = float(ap.attrs["value"])
-    compute = np.float32 if ap.dtype in ("f32", "bf16") else np.dtype(ap.dtype.replace("i", "int"))
-    values = np.full(ap.shape, np.full((), value).astype(compute))
-    val = em.func.constant(values, ap.dtype, ap.hint)
-    em.known[val.name] = values
-    return val
 
 
 def statement_locations(model: Any) -> dict[str, tuple[int, int]]:

@@ -10,7 +10,8 @@ from .core import Body, Val, broadcast_map
 from .scalar import SCALAR, Scalar, narrow
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def ewise_generic(

@@ -11,12 +11,12 @@ from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY
 from eqsat.ops.fused import AttrRef, Call
 
-from .core import Body, Val, broadcast_map, is_float
+from .core import Apply, Body, Val, broadcast_map, is_float
 from .ewise import convert
 from .scalar import SCALAR, Scalar, narrow
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .emitter import Emitter
 
 
 def emit_fused(em: Emitter, ap: Apply, args: list[Val]) -> Val:
@@ -53,8 +53,6 @@ def emit_fused(em: Emitter, ap: Apply, args: list[Val]) -> Val:
         if expr.op in SCALAR:
             v = epilogue(expr, t, hint)
         else:
-            from .emitter import Apply
-
             sub = Apply(expr.op, types[id(expr)][1], t.shape, t.dtype.value, hint)
             v = em.apply(sub, [materialize(a, f"{hint}_{expr.op}") for a in expr.args])
         made[id(expr)] = v

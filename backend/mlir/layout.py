@@ -1,6 +1,6 @@
 """Layout ops: tensor.expand_shape / collapse_shape (reshape), linalg.transpose,
 broadcasting generics, tensor.concat, tensor.extract_slice, tensor.pad, and gathers
-as generics that read with tensor.extract."""
+as generics that read with tensor.extract; and the generated leaves (iota, const)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from eqsat.ir.types import DType
 from eqsat.ops.spatial import fill_value
 
 from .core import Body, MlirEmitError, Val, broadcast_map, identity_map, is_float, tensor_type
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def _groups(small: Sequence[int], big: Sequence[int]) -> list[list[int]] | None:
@@ -239,3 +242,13 @@ def emit_iota(em: Emitter, ap: Apply, args: list[Val]) -> Val:
         return b.op(f"arith.trunci {i64} : i64 to {ap.dtype}")
 
     return em.func.generic([], [], ap.shape, ap.dtype, ["parallel"] * len(ap.shape), body, ap.hint)
+
+
+def emit_const(em: Emitter, ap: Apply, args: list[Val]) -> Val:
+    """A splat constant (as the interpreter fills it: np.full in the compute type)."""
+    value = float(ap.attrs["value"])
+    compute = np.float32 if ap.dtype in ("f32", "bf16") else np.dtype(ap.dtype.replace("i", "int"))
+    values = np.full(ap.shape, np.full((), value).astype(compute))
+    val = em.func.constant(values, ap.dtype, ap.hint)
+    em.known[val.name] = values
+    return val

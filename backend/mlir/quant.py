@@ -17,7 +17,8 @@ from .core import Body, MlirEmitError, Val, affine_map, broadcast_map
 from .qscalar import requantize_scalar
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def emit_requantize_pc(em: Emitter, ap: Apply, args: list[Val]) -> Val:

@@ -19,7 +19,8 @@ from .layout import expand_to, pad_value, slice_val
 from .scalar import WIDE, Scalar, narrow, widen
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def reduce_val(

@@ -14,7 +14,8 @@ from .core import Val
 from .layout import reshape_val
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def emit_hadamard(em: Emitter, ap: Apply, args: list[Val]) -> Val:

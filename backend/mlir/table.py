@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from eqsat.ops import REGISTRY, OpKind
 
 from .contract import emit_conv2d, emit_matmul
-from .emitter import emit_const
 from .ewise import emit_elementwise
 from .fused import emit_fused
 from .layout import (
     emit_broadcast,
     emit_concat,
+    emit_const,
     emit_gather,
     emit_iota,
     emit_pad,
@@ -38,8 +38,8 @@ from .weight_only import emit_folded_weights, emit_matmul_wq, emit_wobserve
 from .winograd import WINOGRAD_EMITTERS
 
 if TYPE_CHECKING:
-    from .core import Val
-    from .emitter import Apply, Emitter
+    from .core import Apply, Val
+    from .emitter import Emitter
 
 EmitFn = Callable[["Emitter", "Apply", "list[Val]"], "Val"]
 

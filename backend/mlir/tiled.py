@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from eqsat.ops import REGISTRY
 from eqsat.ops.fused import contraction_of
 
-from .core import Val, tensor_type
+from .core import Apply, Val, tensor_type
 from .layout import collapse_to, expand_to, reshape_val
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .emitter import Emitter
 
 
 def tileable(ap: Apply, args: list[Val]) -> bool:
@@ -97,8 +97,6 @@ def emit_tiled(em: Emitter, ap: Apply, args: list[Val]) -> Val:
             )
             for v in epi2
         ]
-        from .emitter import Apply
-
         sub = Apply(ap.op, ap.attrs, (tm, tn), ap.dtype, f"{ap.hint}.tile")
         em.tiled, em.k_tile = False, tk
         try:
@@ -140,7 +138,6 @@ def _as_matrix(em: Emitter, v: Val, out_shape, hint: str) -> Val:
     if all(d == 1 for d in lead):
         return reshape_val(em, v, (1, shape[-1]), hint)
     if tuple(lead) != tuple(lead_out):  # broadcast over some leading axes: materialize
-        from .emitter import Apply
         from .layout import emit_broadcast
 
         full = (*lead_out, shape[-1])

@@ -16,7 +16,8 @@ from .contract import matmul_acc
 from .core import Body, MlirEmitError, Val, affine_map
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def emit_wobserve(em: Emitter, ap: Apply, args: list[Val]) -> Val:

@@ -17,7 +17,8 @@ from .core import Val, affine_map
 from .layout import collapse_to, expand_to, pad_value, slice_val
 
 if TYPE_CHECKING:
-    from .emitter import Apply, Emitter
+    from .core import Apply
+    from .emitter import Emitter
 
 
 def _kron(mat: np.ndarray) -> np.ndarray:

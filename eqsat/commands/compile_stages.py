@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from eqsat.extract.serialized import to_json_dict
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError
 
@@ -36,7 +37,7 @@ def emit_stage(args: argparse.Namespace, loaded, optimize) -> int:
                     "--emit egraph-json: the time limit ran out before the e-graph was "
                     "priced, so there is none to write; raise --time-limit"
                 )
-            egraph = result.priced.extraction_graph(result.roots).to_json_dict()
+            egraph = to_json_dict(result.priced.extraction_graph(result.roots))
             text = json.dumps(egraph) + "\n"
     if args.output:
         write_atomic(args.output, text)

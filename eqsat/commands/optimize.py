@@ -21,6 +21,7 @@ from eqsat.config import (
     limits_from_args,
 )
 from eqsat.extract.result import OUT_OF_TIME
+from eqsat.extract.serialized import to_json_dict
 from eqsat.fileio import write_atomic
 from eqsat.flags import UsageError, add_dim_flag, seconds, verify_seeds
 from eqsat.loading import save_model
@@ -342,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         write_atomic(args.report, report)
     if args.egraph_out:
-        egraph = result.priced.extraction_graph(result.roots).to_json_dict()
+        egraph = to_json_dict(result.priced.extraction_graph(result.roots))
         write_atomic(args.egraph_out, json.dumps(egraph) + "\n")
     print(format_summary(result, hw))
     if args.explain and result.priced is not None:

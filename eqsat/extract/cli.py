@@ -19,6 +19,7 @@ from eqsat.extract.api import EXTRACTORS, extract
 from eqsat.extract.egraph import EGraph, UnknownClassError
 from eqsat.extract.errors import EGraphFormatError, ExtractError
 from eqsat.extract.result import Extraction
+from eqsat.extract.serialized import load_egraph
 
 EXIT_OK, EXIT_NO_TERM, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -74,7 +75,7 @@ def run_extract(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        egraph = EGraph.load(args.egraph)
+        egraph = load_egraph(args.egraph)
         if egraph.missing_roots and not args.root:
             print(
                 f"eqsat extract: warning: root class(es) {list(egraph.missing_roots)} of "

@@ -5,6 +5,9 @@ Extraction runs on the egraph-serialize JSON format (what egglog's
 also works on e-graphs that did not come from us. Node ids and class ids stay
 strings at the boundary; inside, nodes are ``0..n_nodes-1`` and classes
 ``0..n_classes-1`` so that the extractors can use lists and numpy arrays.
+
+Reading and writing that JSON is serialized.py's job (load_egraph, parse_json,
+to_json_dict); it builds on this module, not the other way round.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -284,33 +286,6 @@ class EGraph:
             for i, (op, kids, cost) in enumerate(members)
         ]
         return cls.from_nodes(specs, roots, source=source)
-
-    @classmethod
-    def from_json_dict(cls, data: Any, source: str = "<json>") -> EGraph:
-        """Build from parsed egraph-serialize JSON; faults raise EGraphFormatError."""
-        from eqsat.extract.serialized import parse_json_dict
-
-        return parse_json_dict(data, source)
-
-    @classmethod
-    def from_json(cls, text: str, source: str = "<json>") -> EGraph:
-        """Build from egraph-serialize JSON text."""
-        from eqsat.extract.serialized import parse_json
-
-        return parse_json(text, source)
-
-    @classmethod
-    def load(cls, path: str | Path) -> EGraph:
-        """Read an egraph-serialize JSON file."""
-        from eqsat.extract.serialized import load_egraph
-
-        return load_egraph(path)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The egraph-serialize form; a child class is written as its first node's id."""
-        from eqsat.extract.serialized import to_json_dict
-
-        return to_json_dict(self)
 
 
 # ------------------------------------------- construction helpers (shared with serialized.py)

@@ -15,6 +15,7 @@ import numpy as np
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops.base import Attrs, AttrSpec, AttrType, OpDef, OpKind, OpTypeError, require_float
+from eqsat.ops.quant_base import ROUNDING_ATTR, check_rounding, check_scale, fused
 from eqsat.ops.registry import register
 
 
@@ -56,14 +57,9 @@ register(
 )
 
 
-def _check_scale(op: str, attrs: Attrs) -> None:
-    if not attrs["scale"] > 0:
-        raise OpTypeError(f"'{op}': scale must be positive, got {attrs['scale']}")
-
-
 def _to_int_infer(op: str, source_ok):
     def infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-        _check_scale(op, attrs)
+        check_scale(op, attrs)
         source_ok(ts[0])
         out = DType.parse(attrs["dtype"])
         if out.is_float:
@@ -113,7 +109,7 @@ register(
 
 
 def _dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    _check_scale("dequantize", attrs)
+    check_scale("dequantize", attrs)
     if ts[0].dtype.is_float:
         raise OpTypeError(f"'dequantize' needs an integer operand, got {ts[0]}")
     return ts[0].with_dtype(DType.F32)
@@ -136,22 +132,9 @@ register(
     )
 )
 
-ROUNDING_ATTR = AttrSpec(
-    "rounding", AttrType.STR, "even", "ties: even (to the even neighbour) or away (from zero)"
-)
-
-
-def _check_rounding(op: str, attrs: Attrs) -> None:
-    from eqsat.quant.fixedpoint import ROUNDINGS
-
-    if attrs["rounding"] not in ROUNDINGS:
-        raise OpTypeError(
-            f"'{op}': rounding must be one of {', '.join(ROUNDINGS)}, got '{attrs['rounding']}'"
-        )
-
 
 def _requantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    _check_rounding("requantize", attrs)
+    check_rounding("requantize", attrs)
     return _to_int_infer("requantize", _require_i32("requantize"))(ts, attrs)
 
 
@@ -187,8 +170,8 @@ register(
 
 def _observe_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     require_float("observe", ts[0])
-    _check_scale("observe", attrs)
-    _check_rounding("observe", attrs)
+    check_scale("observe", attrs)
+    check_rounding("observe", attrs)
     if not -128 <= attrs["zero_point"] <= 127:
         raise OpTypeError(f"'observe': zero_point {attrs['zero_point']} is outside the range of i8")
     return ts[0]
@@ -228,8 +211,8 @@ def _requantize_pc_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
         raise OpTypeError(f"'requantize_pc' needs an i32 operand of rank >= 1, got {x}")
     require_float("requantize_pc", s)
     _channel_vector_ok("requantize_pc", x, s)
-    _check_scale("requantize_pc", attrs)
-    _check_rounding("requantize_pc", attrs)
+    check_scale("requantize_pc", attrs)
+    check_rounding("requantize_pc", attrs)
     if not -128 <= attrs["zero_point"] <= 127:
         raise OpTypeError(
             f"'requantize_pc': zero_point {attrs['zero_point']} is outside the range of i8"
@@ -278,19 +261,8 @@ register(
 
 # Fused int8 kernels: an integer matrix product with its epilogue (bias in i32, then
 # back to f32 by the per-channel scales s, or on to i8 for the next kernel).
-from dataclasses import replace  # noqa: E402
-
-from eqsat.ops.base import TILE_ATTR  # noqa: E402
 from eqsat.ops.elementwise import GELU_APPROXIMATE  # noqa: E402
-from eqsat.ops.fused import AttrRef, _make, call  # noqa: E402
-
-
-def fused(name: str, operands: tuple[str, ...], body, attrs: tuple[AttrSpec, ...], dtype: str):
-    """A fused kernel around a qmatmul (with its GEMM `tile`, as every contraction
-    kernel has). The result dtype is given: the e-graph template of a body whose
-    dtype comes from a literal attribute (cast to f32) is not derived."""
-    return register(replace(_make(name, operands, body, (*attrs, TILE_ATTR)), egg_dtype=dtype))
-
+from eqsat.ops.fused import AttrRef, call  # noqa: E402
 
 _A_ZERO = AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x")
 _QACC = call("add", call("qmatmul", "x", "w", a_zero=AttrRef("a_zero")), "b")

@@ -29,7 +29,7 @@ from eqsat.ops.base import (
     require_float,
 )
 from eqsat.ops.fused import AttrRef, call
-from eqsat.ops.quant import ROUNDING_ATTR, _check_rounding, _check_scale, fused
+from eqsat.ops.quant_base import ROUNDING_ATTR, check_rounding, check_scale, fused
 from eqsat.ops.registry import register
 
 CLAMP_ATTRS = (
@@ -59,8 +59,8 @@ def _requantize_ch_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
         d not in (1, e) for d, e in zip(s.shape[::-1], x.shape[::-1], strict=False)
     ):
         raise OpTypeError(f"'requantize_ch': scales {s} do not broadcast against {x}")
-    _check_scale("requantize_ch", attrs)
-    _check_rounding("requantize_ch", attrs)
+    check_scale("requantize_ch", attrs)
+    check_rounding("requantize_ch", attrs)
     if not -128 <= attrs["zero_point"] <= 127:
         raise OpTypeError(
             f"'requantize_ch': zero_point {attrs['zero_point']} is outside the range of i8"

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from eqsat.ops.base import AttrSpec, AttrType
 from eqsat.ops.fused import AttrRef, Call, _make, call
-from eqsat.ops.quant import fused
+from eqsat.ops.quant_base import fused
 from eqsat.ops.registry import REGISTRY, register
 
 _A_ZERO = AttrSpec("a_zero", AttrType.INT, 0, "zero point subtracted from x")

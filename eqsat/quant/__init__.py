@@ -11,9 +11,9 @@ Division of labour (scales are data, rules are rules):
 1. calibrate.py runs the float model on sample inputs (a `--calibrate FILE.npz`, or
    seeded random inputs, with a warning) and records each matmul input's range
    (min/max, or percentiles).
-2. passes.py chooses each range's scale and zero point and rewrites the model: the
-   input of every quantizable matmul (f32, weight a rank-2 param) or conv2d (f32,
-   weight a param) becomes
+2. passes.py chooses each range's scale and zero point (qparams.py) and rewrites the
+   model: the input of every quantizable matmul (f32, weight a rank-2 param) or
+   conv2d (f32, weight a param) becomes
    observe(x, scale=S, zero_point=Z, rounding=R), an annotation whose value is x.
    It also evaluates, with the reference interpreter, the terms rules/quant.rules
    will build from the weights (quantized weights, channel scales, i32 biases), stores

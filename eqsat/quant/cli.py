@@ -19,8 +19,8 @@ from eqsat.quant.calibrate import (
     RANDOM_SAMPLES,
     calibration_samples,
 )
-from eqsat.quant.passes import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.passes import QuantPlan, plan_quantization
+from eqsat.quant.qparams import SCHEMES as ACTIVATION_SCHEMES
 from eqsat.quant.run import QuantRun, int8_kernels
 from eqsat.quant.sqnr import format_sqnr, sqnr_db
 

@@ -25,6 +25,7 @@ from eqsat.ir.graph import Graph
 from eqsat.ir.types import DType
 from eqsat.ops.rotation import hadamard
 from eqsat.quant.calibrate import range_of
+from eqsat.quant.qparams import QMAX, QMIN, choose_qparams
 from eqsat.quant.sqnr import sqnr_db
 
 MODES = ("auto", "none", "all")
@@ -59,8 +60,6 @@ def rotation_block(k: int, max_block: int = MAX_BLOCK) -> int | None:
 
 def int8_sqnr(values: np.ndarray, lo: float, hi: float, scheme: str) -> float:
     """SQNR (dB) of values quantized to int8 at the range (lo, hi) under `scheme`."""
-    from eqsat.quant.passes import QMAX, QMIN, choose_qparams
-
     scale, zp = choose_qparams(lo, hi, scheme)
     q = np.clip(np.round(values / np.float32(scale)) + zp, QMIN, QMAX)
     return sqnr_db(values.reshape(-1), ((q - zp) * np.float32(scale)).reshape(-1))

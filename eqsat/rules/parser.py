@@ -1,255 +1,22 @@
 """Rules text -> syntax tree (eqsat.rules.ast), syntax errors as RuleSyntaxError.
 
-The grammar is rules.lark (LALR with positions). Doc comments are not tokens: the
-`#` line directly above a rule's name is read from the source text.
+The grammar and its tree -> ast transformer are grammar.py's, a test block's body
+testblock.py's. Doc comments are not tokens: the `#` line directly above a rule's
+name is read from the source text.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, v_args
 from lark.exceptions import UnexpectedToken
-from lark.visitors import Transformer_NonRecursive
 
-from eqsat.limits import int_text_problem
 from eqsat.rules import ast
 from eqsat.rules.errors import DuplicateTestError, RuleSyntaxError
-from eqsat.sourcetext import COMMON_TERMINALS, Positioned, parse_to_ast, read_source
-
-# Rules are patterns a few calls deep; the rule compiler and verify-rules recurse on
-# a pattern's depth, and are proven to this many parse-tree levels by tests/faults.
-RULE_MAX_NESTING = 200
-
-KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
-
-_TERMINAL_WORDS = {
-    **COMMON_TERMINALS,
-    "RULE_NAME": "a rule name followed by ':'",
-    "RULESET_NAME": "a ruleset name",
-    "FLOAT": "a number",
-    "ARROW": "'=>' or '<=>'",
-    "CMP": "a comparison (== != < <= > >=)",
-    "ADDOP": "'+' or '-'",
-    "MULOP": "'*', '/' or '%'",
-    "IF": "'if'",
-    "APPROX": "'approx'",
-    "ASSUME": "'assume'",
-    "RULESET": "'ruleset'",
-    "TRUE": "'true'",
-    "FALSE": "'false'",
-    "TEST_NAME": "a test name",
-    "TEST_BODY": "'{' and the test's body",
-    "HW_NAME": "a hardware preset or file",
-}
-
-
-@cache
-def _lark(start: str = "start") -> Lark:
-    """The rules grammar; `start="test_line"` parses one directive line of a test."""
-    grammar = resources.files("eqsat.rules").joinpath("rules.lark").read_text()
-    return Lark(
-        grammar, parser="lalr", start=start, propagate_positions=True, maybe_placeholders=True
-    )
-
-
-@dataclass(frozen=True)
-class _RawTest:
-    """A `test NAME { ... }` block before its body is parsed (eqsat.rules.testblock)."""
-
-    name: str
-    pos: ast.Pos
-    body: Token  # the braces and everything between them
-
-
-def _pos(tok) -> ast.Pos:
-    return ast.Pos(getattr(tok, "line", 0) or 0, getattr(tok, "column", 0) or 0)
-
-
-def _at(message: str, pos: ast.Pos) -> Positioned:
-    return Positioned(message, pos.line, pos.col)
-
-
-@v_args(meta=True)
-class _ToAst(Transformer_NonRecursive):
-    def start(self, meta, children):
-        header, *items = children
-        rules = tuple(i for i in items if isinstance(i, ast.RuleDecl))
-        return header, rules, tuple(i for i in items if isinstance(i, _RawTest))
-
-    def test(self, meta, children):
-        name, body = children
-        if not KEBAB.fullmatch(str(name)):
-            raise _at(
-                f"test name '{name}' is not kebab-case; write it like 'fuse-bias-gelu'",
-                _pos(name),
-            )
-        return _RawTest(str(name), _pos(name), body)
-
-    # `test_line` (one line of a test body)
-    def expect_line(self, meta, children):
-        return children[0]
-
-    def on_hw(self, meta, children):
-        return ("hw", str(children[0]), _pos(children[0]))
-
-    def with_approx(self, meta, children):
-        return ("approx",)
-
-    def expect_compare(self, meta, children):
-        left, op, right = children
-        return ("compare", left, str(op), right, _pos(op))
-
-    def expect_no(self, meta, children):
-        return ("no", str(children[0]), _pos(children[0]))
-
-    def expect_equal(self, meta, children):
-        left, right = children
-        return ("equal", left, right, ast.Pos(meta.line, meta.column))
-
-    def header(self, meta, children):
-        return children[0]
-
-    def rule(self, meta, children):
-        name, lhs, arrow, rhs, guards, assumes, approx = children
-        if not KEBAB.fullmatch(str(name)):
-            raise _at(
-                f"rule name '{name}' is not kebab-case; write it like 'add-zero' "
-                "(lowercase words joined by '-')",
-                _pos(name),
-            )
-        return ast.RuleDecl(
-            name=str(name),
-            pos=_pos(name),
-            lhs=lhs,
-            arrow=str(arrow),
-            arrow_pos=_pos(arrow),
-            rhs=rhs,
-            guards=tuple(guards or ()),
-            approx=approx,
-            assumes=tuple(assumes or ()),
-        )
-
-    def side(self, meta, children):
-        return tuple(c if isinstance(c, ast.Item) else ast.Item(None, None, c) for c in children)
-
-    def named(self, meta, children):
-        name, term = children
-        return ast.Item(str(name), _pos(name), term)
-
-    def call(self, meta, children):
-        name, *args = children
-        args = [a for a in args if a is not None]
-        operands = tuple(a for a in args if not isinstance(a, ast.AttrArg))
-        attrs = tuple(a for a in args if isinstance(a, ast.AttrArg))
-        seen_attr = False
-        for a in args:
-            if isinstance(a, ast.AttrArg):
-                seen_attr = True
-            elif seen_attr:
-                raise _at("operands must come before keyword attributes", a.pos)
-        return ast.Call(str(name), operands, attrs, _pos(name))
-
-    def ref(self, meta, children):
-        tok = children[0]
-        if str(tok) == "_":
-            return ast.Wildcard(_pos(tok))
-        return ast.Var(str(tok), _pos(tok))
-
-    def kwarg(self, meta, children):
-        key, value = children
-        return ast.AttrArg(str(key), value, _pos(key), value.pos)
-
-    def guards(self, meta, children):
-        return tuple(children)
-
-    def guard(self, meta, children):
-        left, op, right = children
-        return ast.Guard(str(op), left, right, _pos(op))
-
-    def predicate(self, meta, children):
-        expr = children[0]
-        if not isinstance(expr, ast.Func):
-            raise _at(
-                "a guard compares two expressions (dim(x, 0) == N) or is a predicate "
-                "such as tile_candidate(D, TM, TN, TK)",
-                expr.pos,
-            )
-        return ast.Predicate(expr.name, expr.args, expr.pos)
-
-    def assumes(self, meta, children):
-        return tuple(children)
-
-    def assumption(self, meta, children):
-        name, op, value = children
-        if str(op) == "==":
-            raise _at("an assumption bounds values: use > >= < <= or !=", _pos(op))
-        return ast.Assume(str(name), str(op), value, _pos(name))
-
-    def abs_assumption(self, meta, children):
-        assume = self.assumption(meta, children)
-        return ast.Assume(assume.name, assume.op, assume.value, assume.pos, magnitude=True)
-
-    def approx(self, meta, children):
-        value = children[0]
-        if value.value <= 0 or value.value >= 1:
-            raise _at(
-                "an approx budget is a relative error in (0, 1), e.g. 'approx 0.01'", value.pos
-            )
-        return float(value.value)
-
-    def binop(self, meta, children):
-        left, op, right = children
-        return ast.BinOp(str(op), left, right, _pos(op))
-
-    def neg(self, meta, children):
-        operand = children[0]
-        pos = ast.Pos(meta.line, meta.column)
-        if isinstance(operand, ast.IntLit):
-            return ast.IntLit(-operand.value, pos)
-        if isinstance(operand, ast.FloatLit):
-            return ast.FloatLit(-operand.value, pos)
-        return ast.Neg(operand, pos)
-
-    def number(self, meta, children):
-        tok = children[0]
-        if tok.type == "INT":
-            problem = int_text_problem(tok)
-            if problem is not None:
-                raise _at(problem, _pos(tok))
-            return ast.IntLit(int(tok), _pos(tok))
-        value = float(tok)
-        if math.isinf(value):
-            shown = tok if len(tok) <= 24 else f"{tok[:12]}... ({len(tok)} characters)"
-            raise _at(f"number {shown} is out of range", _pos(tok))
-        return ast.FloatLit(value, _pos(tok))
-
-    def string(self, meta, children):
-        tok = children[0]
-        return ast.StrLit(str(tok)[1:-1], _pos(tok))
-
-    def true(self, meta, children):
-        return ast.BoolLit(True, ast.Pos(meta.line, meta.column))
-
-    def false(self, meta, children):
-        return ast.BoolLit(False, ast.Pos(meta.line, meta.column))
-
-    def name(self, meta, children):
-        return ast.Name(str(children[0]), _pos(children[0]))
-
-    def func(self, meta, children):
-        name, *args = children
-        return ast.Func(str(name), tuple(a for a in args if a is not None), _pos(name))
-
-    def list(self, meta, children):
-        return ast.ListLit(
-            tuple(c for c in children if c is not None), ast.Pos(meta.line, meta.column)
-        )
+from eqsat.rules.grammar import RULE_MAX_NESTING, TERMINAL_WORDS, ToAst, pos_of, rules_lark
+from eqsat.rules.testblock import parse_test
+from eqsat.sourcetext import parse_to_ast, read_source
 
 
 def _hint(err: UnexpectedToken) -> str:
@@ -274,12 +41,12 @@ def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
     """Parse one rules file. The ruleset defaults to the file's stem."""
     try:
         header, rules, raw_tests = parse_to_ast(
-            _lark(),
-            _ToAst(),
+            rules_lark(),
+            ToAst(),
             text,
             file,
             RuleSyntaxError,
-            _TERMINAL_WORDS,
+            TERMINAL_WORDS,
             _hint,
             max_nesting=RULE_MAX_NESTING,
             nesting_advice="split the rule into smaller rules",
@@ -298,11 +65,9 @@ def parse_rules(text: str, file: str = "<rules>") -> ast.RulesFile:
         ast.RuleDecl(**{**r.__dict__, "doc": _doc_above(lines, r.pos.line)}) for r in rules
     )
     if header is not None:
-        ruleset, ruleset_pos = str(header), _pos(header)
+        ruleset, ruleset_pos = str(header), pos_of(header)
     else:
         ruleset, ruleset_pos = Path(file).stem, None
-    from eqsat.rules.testblock import parse_test
-
     tests: dict[str, ast.TestDecl] = {}
     for raw in raw_tests:
         if raw.name in tests:

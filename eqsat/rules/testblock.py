@@ -21,6 +21,8 @@ import re
 from eqsat.errors import SourceError, closest_name
 from eqsat.rules import ast
 from eqsat.rules.errors import ExpectationError, RuleSyntaxError
+from eqsat.rules.grammar import RULE_MAX_NESTING, TERMINAL_WORDS, ToAst, rules_lark
+from eqsat.sourcetext import parse_to_ast
 
 _DIRECTIVE = re.compile(r"[ \t]*(expect|on|with)\b(?![ \t]*=)")
 
@@ -28,10 +30,7 @@ FORMS = "`kernels == [op, ...]`, `kernels <= N`, `no OP`, `equal(a, b)` or `cost
 
 
 def parse_test(raw, file: str, text: str) -> ast.TestDecl:
-    """Parse the body of a raw test block (eqsat.rules.parser._RawTest)."""
-    from eqsat.rules.parser import _TERMINAL_WORDS, RULE_MAX_NESTING, _lark, _ToAst
-    from eqsat.sourcetext import parse_to_ast
-
+    """Parse the body of a raw test block (eqsat.rules.grammar.RawTest)."""
     body = raw.body
     segments = str(body)[1:-1].split("\n")
     fragment: list[str] = [""] * (body.line - 1)
@@ -47,12 +46,12 @@ def parse_test(raw, file: str, text: str) -> ast.TestDecl:
         padded = "\n" * (line - 1) + " " * (col - 1) + segment
         try:
             item = parse_to_ast(
-                _lark("test_line"),
-                _ToAst(),
+                rules_lark("test_line"),
+                ToAst(),
                 padded,
                 file,
                 RuleSyntaxError,
-                _TERMINAL_WORDS,
+                TERMINAL_WORDS,
                 max_nesting=RULE_MAX_NESTING,
                 nesting_advice="compare smaller terms",
             )

@@ -7,7 +7,7 @@ from frontend.onnx.importer import ImportedModel, IOInfo, import_onnx
 
 def supported_ops() -> dict[str, list[str]]:
     """Op types the importer translates, by domain."""
-    from frontend.onnx.convert import CONVERTERS
+    from frontend.onnx.convert.registry import CONVERTERS
 
     out: dict[str, list[str]] = {}
     for domain, op_type in sorted(CONVERTERS):

@@ -22,7 +22,7 @@ from eqsat.ir.types import DType
 from frontend import ast
 from frontend.onnx import regions, shapes
 from frontend.onnx.context import ConvertError, ModelWriter
-from frontend.onnx.convert import CONVERTERS, MIN_SINCE, Cx, static_names
+from frontend.onnx.convert.registry import CONVERTERS, MIN_SINCE, Cx, static_names
 from frontend.onnx.dtypes import DTypeError, eqsat_dtype, numpy_type, to_eqsat, to_onnx, type_name
 from frontend.onnx.errors import OnnxImportError, UnsupportedOpError, node_label
 from frontend.onnx.names import sanitize

@@ -30,6 +30,7 @@ from eqsat.extract.highs_run import (
 from eqsat.extract.ilp import _Model
 from eqsat.extract.improve import dag_classes, improve_choice
 from eqsat.extract.prune import Pruned, prune
+from eqsat.extract.serialized import parse_json_dict, to_json_dict
 
 
 def _greedy_nodes(g: EGraph, roots: list[int]) -> list[int] | None:
@@ -78,7 +79,7 @@ def test_warm_started_ilp_is_never_worse_than_greedy(g: EGraph) -> None:
     for limit in (0.0, 20.0):
         ext = ilp_extract(g, time_limit=limit)
         assert ext.dag_cost <= greedy.dag_cost + 1e-9
-        cost = check_extraction(g.to_json_dict(), ext.choice, list(ext.roots))
+        cost = check_extraction(to_json_dict(g), ext.choice, list(ext.roots))
         assert cost == pytest.approx(ext.dag_cost)
         assert ext.lower_bound is None or ext.lower_bound <= ext.dag_cost + 1e-9
 
@@ -168,7 +169,7 @@ def test_ilp_at_its_limit_returns_a_valid_answer_with_a_gap() -> None:
     greedy = greedy_extract(g)
     ext = ilp_extract(g, time_limit=0.0)
     assert ext.dag_cost <= greedy.dag_cost
-    check_extraction(g.to_json_dict(), ext.choice, list(ext.roots))
+    check_extraction(to_json_dict(g), ext.choice, list(ext.roots))
     if ext.status == TIME_LIMIT:
         assert ext.lower_bound is not None and 0.0 <= ext.gap <= 1.0
         assert "gap" in ext.detail
@@ -246,7 +247,7 @@ def test_checker_agrees_with_the_extractors_on_the_sample_files() -> None:
 
     for name in ("shared_subterm.json", "cycle.json"):
         data = json.loads((DATA / name).read_text())
-        g = EGraph.from_json_dict(data)
+        g = parse_json_dict(data)
         for ext in (greedy_extract(g), ilp_extract(g)):
             assert check_extraction(data, ext.choice, list(ext.roots)) == ext.dag_cost
 
@@ -297,7 +298,7 @@ def test_negative_costs_the_ilp_finds_the_optimum_and_takes_no_unneeded_reward(
         return
     greedy = greedy_extract(g)
     ext = ilp_extract(g, time_limit=20)
-    assert check_extraction(g.to_json_dict(), ext.choice, list(ext.roots)) == pytest.approx(
+    assert check_extraction(to_json_dict(g), ext.choice, list(ext.roots)) == pytest.approx(
         ext.dag_cost
     )
     assert ext.dag_cost <= greedy.dag_cost + 1e-9

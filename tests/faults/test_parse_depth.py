@@ -10,8 +10,8 @@ import pytest
 
 from eqsat.cli import main
 from eqsat.rules.errors import RuleSyntaxError
+from eqsat.rules.grammar import RULE_MAX_NESTING
 from eqsat.rules.loader import load_rules
-from eqsat.rules.parser import RULE_MAX_NESTING
 from eqsat.sourcetext import MAX_NESTING
 from frontend import check_model, parse_model
 from frontend.errors import ModelSyntaxError

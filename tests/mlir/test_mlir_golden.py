@@ -48,8 +48,8 @@ def test_fused_kernel_mlir_matches_the_golden_file(tiled, golden):
 def test_an_op_without_emitter_is_refused_by_name():
     """Every registry op has an emitter; one added later without it (a custom
     instruction's derived op) is an error naming the op, never wrong code."""
-    from backend.mlir.core import Func
-    from backend.mlir.emitter import Apply, Emitter
+    from backend.mlir.core import Apply, Func
+    from backend.mlir.emitter import Emitter
 
     b = GraphBuilder("p")
     b.output("x", b.leaf("input", "x", TensorType(DType.F32, (4,))))

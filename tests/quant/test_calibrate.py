@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from eqsat.interpreter import evaluate_nodes, random_bindings
 from eqsat.quant import CalibrationError, calibration_samples, observe_ranges
-from eqsat.quant.passes import activation_qparams, plan_quantization
+from eqsat.quant.passes import plan_quantization
+from eqsat.quant.qparams import activation_qparams
 from tests.quant.helpers import model
 
 

@@ -16,7 +16,7 @@ from eqsat.quant.calibration_methods import (
     kl_divergences,
     quantization_mse,
 )
-from eqsat.quant.passes import activation_qparams, choose_qparams
+from eqsat.quant.qparams import activation_qparams, choose_qparams
 from tests.quant.helpers import model, quantized
 
 RNG = np.random.default_rng(7)

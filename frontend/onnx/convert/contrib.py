@@ -4,9 +4,10 @@ graphs ORT optimized can run on eqsat's simulator next to eqsat's own result."""
 from __future__ import annotations
 
 from frontend.onnx.context import ConvertError
-from frontend.onnx.convert import Cx, op, require
-from frontend.onnx.convert.linalg import _transposed, matmul, scale
+from frontend.onnx.convert.linalg import matmul, scale
 from frontend.onnx.convert.nn import layer_norm_outputs
+from frontend.onnx.convert.registry import Cx, op, require
+from frontend.onnx.convert.tensor import swap_last_axes
 from frontend.onnx.values import Value
 
 MS = "com.microsoft"
@@ -21,9 +22,9 @@ def fused_matmul(cx: Cx) -> list[Value]:
     )
     a, b = cx.input(0), cx.input(1)
     if cx.attr("transA", 0):
-        a = _transposed(cx, a)
+        a = swap_last_axes(cx, a)
     if cx.attr("transB", 0):
-        b = _transposed(cx, b)
+        b = swap_last_axes(cx, b)
     return [scale(cx, matmul(cx, a, b), float(cx.attr("alpha", 1.0)))]
 
 

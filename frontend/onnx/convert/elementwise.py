@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from frontend.onnx.convert import Cx, op, require
+from frontend.onnx.convert.registry import Cx, op, require
 from frontend.onnx.dtypes import FLOAT_TYPES, eqsat_dtype
 from frontend.onnx.values import Known, Tensor, Value
 

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from frontend.onnx.convert import Cx, op, require
-from frontend.onnx.convert.tensor import reshape, unsqueeze
+from frontend.onnx.convert.registry import Cx, op, require
+from frontend.onnx.convert.spatial import as_2d, back_to_1d, pads_1d, spatial_pads
+from frontend.onnx.convert.tensor import reshape, swap_last_axes, unsqueeze
 from frontend.onnx.symdim import SymDim
 from frontend.onnx.values import Known, Value
-
-
-def _transposed(cx: Cx, v: Value) -> Value:
-    """The last two axes swapped (folded at import for known weights)."""
-    rank = cx.rank(v)
-    perm = [*range(rank - 2), rank - 1, rank - 2]
-    if isinstance(v, Known):
-        return Known(np.ascontiguousarray(np.transpose(v.value, perm)), v.onnx_type, v.weight)
-    return cx.emit("transpose", [v], {"perm": perm})
 
 
 def matmul(cx: Cx, a: Value, b: Value, hint: str | None = None) -> Value:
@@ -59,7 +49,7 @@ def gemm(cx: Cx) -> list[Value]:
     a, b, c = cx.input(0), cx.input(1), cx.opt(2)
     alpha, beta = float(cx.attr("alpha", 1.0)), float(cx.attr("beta", 1.0))
     if cx.attr("transA", 0):
-        a = _transposed(cx, a)
+        a = swap_last_axes(cx, a)
     from frontend.onnx.convert.quant import qdq_matmul  # QDQ: an integer kernel
 
     integer = qdq_matmul(cx, a, b, transpose_b=bool(cx.attr("transB", 0)))
@@ -67,7 +57,7 @@ def gemm(cx: Cx) -> list[Value]:
         out = integer
     elif cx.attr("transB", 0):
         if isinstance(b, Known):  # a weight: store it as the product reads it
-            out = cx.emit("matmul", [a, _transposed(cx, b)])
+            out = cx.emit("matmul", [a, swap_last_axes(cx, b)])
         else:
             out = cx.emit("matmul_nt", [a, b])
     else:
@@ -85,45 +75,6 @@ def gemm(cx: Cx) -> list[Value]:
 # ------------------------------------------------------------ convolution
 
 
-def spatial_pads(
-    cx: Cx, x: Value, kernel: list[int], strides: list[int], dilations: list[int]
-) -> list[int]:
-    """ONNX pads [begins..., ends...] for the spatial axes, auto_pad resolved."""
-    n = len(kernel)
-    auto = cx.attr("auto_pad", "NOTSET")
-    if auto in ("NOTSET", "VALID"):
-        pads = list(cx.attr("pads", [0] * (2 * n))) if auto == "NOTSET" else [0] * (2 * n)
-        require(len(pads) == 2 * n, f"pads must have {2 * n} values")
-        return pads
-    require(auto in ("SAME_UPPER", "SAME_LOWER"), f"auto_pad '{auto}' is not supported")
-    shape = cx.shape(x)[2:]
-    begins, ends = [], []
-    for d, k, s, dl in zip(shape, kernel, strides, dilations, strict=True):
-        require(d is not None and d.is_int, "auto_pad over a symbolic spatial size")
-        size = d.coef
-        out = math.ceil(size / s)
-        total = max((out - 1) * s + (k - 1) * dl + 1 - size, 0)
-        small = total // 2
-        begins.append(small if auto == "SAME_UPPER" else total - small)
-        ends.append(total - begins[-1])
-    return begins + ends
-
-
-def as_2d(cx: Cx, x: Value) -> tuple[Value, bool]:
-    """A 1-D (NCL) operand as NC1L; returns (value, was 1-D)."""
-    if cx.rank(x) == 3:
-        return unsqueeze(cx, x, [2]), True
-    require(cx.rank(x) == 4, f"only 1-D and 2-D spatial ops are supported (rank {cx.rank(x)})")
-    return x, False
-
-
-def back_to_1d(cx: Cx, y: Value, was_1d: bool) -> Value:
-    if not was_1d:
-        return y
-    shape = list(cx.shape(y))
-    return reshape(cx, y, [shape[0], shape[1], shape[3]])
-
-
 @op("Conv")
 def conv(cx: Cx) -> list[Value]:
     x, w, bias = cx.input(0), cx.input(1), cx.opt(2)
@@ -139,7 +90,7 @@ def conv(cx: Cx) -> list[Value]:
     pads = (
         spatial_pads(cx, x, kernel, strides, dilations)
         if not was_1d
-        else _pads_1d(cx, x, kernel, strides)
+        else pads_1d(cx, x, kernel, strides)
     )
     top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
     if (top, left) != (bottom, right):
@@ -161,20 +112,4 @@ def conv(cx: Cx) -> list[Value]:
     return [back_to_1d(cx, y, was_1d)]
 
 
-def _pads_1d(cx: Cx, x: Value, kernel: list[int], strides: list[int]) -> list[int]:
-    """The 1-D pads of a convolution or pool seen as 2-D (H = 1: no padding there)."""
-    auto = cx.attr("auto_pad", "NOTSET")
-    n_pads = list(cx.attr("pads", [0, 0]))
-    if auto == "NOTSET":
-        return [0, n_pads[0], 0, n_pads[1]]
-    if auto == "VALID":
-        return [0, 0, 0, 0]
-    length = cx.shape(x)[3]
-    require(length is not None and length.is_int, "auto_pad over a symbolic spatial size")
-    size, k, s = length.coef, kernel[1], strides[1]
-    total = max((math.ceil(size / s) - 1) * s + k - size, 0)
-    begin = total // 2 if auto == "SAME_UPPER" else total - total // 2
-    return [0, begin, 0, total - begin]
-
-
-__all__ = ["as_2d", "back_to_1d", "matmul", "scale", "spatial_pads"]
+__all__ = ["matmul", "scale"]

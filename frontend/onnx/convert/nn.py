@@ -6,8 +6,8 @@ import numpy as np
 from onnx import TensorProto
 
 from frontend.onnx.context import ConvertError
-from frontend.onnx.convert import Cx, op, require
-from frontend.onnx.convert.linalg import as_2d, back_to_1d, spatial_pads
+from frontend.onnx.convert.registry import Cx, op, require
+from frontend.onnx.convert.spatial import as_2d, back_to_1d, spatial_pads
 from frontend.onnx.convert.tensor import prod, reshape
 from frontend.onnx.symdim import SymDim
 from frontend.onnx.values import Known, Value

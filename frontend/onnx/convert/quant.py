@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto
 
-from frontend.onnx.convert import Cx, op, require
-from frontend.onnx.convert.linalg import _transposed, spatial_pads
-from frontend.onnx.convert.tensor import reshape
+from frontend.onnx.convert.registry import Cx, op, require
+from frontend.onnx.convert.spatial import spatial_pads
+from frontend.onnx.convert.tensor import reshape, swap_last_axes
 from frontend.onnx.symdim import SymDim
 from frontend.onnx.values import Known, Tensor, Value
 
@@ -299,7 +299,7 @@ def qdq_matmul(cx: Cx, a: Value, b: Value, transpose_b: bool = False) -> Value |
     out_axis = rank_b - 2 if transpose_b else rank_b - 1  # b's axis of the output columns
     if db.scale.size > 1 and (db.axis % rank_b != out_axis or db.zero != 0):
         return None
-    b8 = _transposed(cx, db.q8) if transpose_b else db.q8
+    b8 = swap_last_axes(cx, db.q8) if transpose_b else db.q8
     acc = cx.emit("qmatmul", [da.q8, b8], {"a_zero": da.zero, "b_zero": db.zero}, onnx_type=I32)
     return _rescaled(cx, acc, np.float32(da.scale[0]) * db.scale, cx.rank(acc) - 1)
 
@@ -598,9 +598,9 @@ def qgemm(cx: Cx) -> list[Value]:
     when y_scale is given, else f32."""
     a, a_s, a_z, b, b_s, b_z, c, y_s, y_z = (cx.opt(i) for i in range(9))
     if cx.attr("transA", 0):
-        a = _transposed(cx, a)
+        a = swap_last_axes(cx, a)
     if cx.attr("transB", 0):  # b [N, K]: per-row zero points of b become per-column
-        b = _transposed(cx, b)
+        b = swap_last_axes(cx, b)
     acc = integer_matmul(cx, a, b, a_z, b_z)
     if c is not None:
         acc = cx.emit("add", [acc, _as_i32(cx, c)])

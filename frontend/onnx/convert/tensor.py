@@ -11,7 +11,7 @@ import numpy as np
 from onnx import TensorProto, numpy_helper
 
 from frontend.onnx.context import ConvertError
-from frontend.onnx.convert import Cx, op, require
+from frontend.onnx.convert.registry import Cx, op, require
 from frontend.onnx.symdim import NotRepresentable, SymDim, same
 from frontend.onnx.values import Known, Tensor, Value, shape_array
 
@@ -70,6 +70,15 @@ def unsqueeze(cx: Cx, x: Value, axes: Sequence[int]) -> Value:
     for a in sorted(ax % rank for ax in axes):
         dims.insert(a, SymDim(1))
     return reshape(cx, x, _or_minus_one(dims))
+
+
+def swap_last_axes(cx: Cx, v: Value) -> Value:
+    """The last two axes swapped (folded at import for known weights)."""
+    rank = cx.rank(v)
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    if isinstance(v, Known):
+        return Known(np.ascontiguousarray(np.transpose(v.value, perm)), v.onnx_type, v.weight)
+    return cx.emit("transpose", [v], {"perm": perm})
 
 
 def _or_minus_one(dims: list) -> list:
@@ -624,7 +633,15 @@ def _pad_axis(cx: Cx, x: Value, axis: int, before: int, after: int, mode: str) -
     )
 
 
-__all__ = ["broadcast_dims", "prod", "reshape", "slice_axis", "uniform_value", "unsqueeze"]
+__all__ = [
+    "broadcast_dims",
+    "prod",
+    "reshape",
+    "slice_axis",
+    "swap_last_axes",
+    "uniform_value",
+    "unsqueeze",
+]
 
 
 @op("DepthToSpace", "SpaceToDepth")
