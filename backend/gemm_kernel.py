@@ -128,7 +128,7 @@ def epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc:
 
 def gemv_work(work: KernelWork) -> bool:
     """Whether the cost model lets this GEMM's one-row products run on the vector unit
-    (hwsim.costmodel.gemv_kernel): a matmul's, not a convolution's."""
+    (hwsim.gemm_steps.gemv_kernel): a matmul's, not a convolution's."""
     return work.kind == "matmul" and not work.patch and not work.patch_b
 
 
