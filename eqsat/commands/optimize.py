@@ -259,7 +259,8 @@ def format_summary(result: OptimizeResult, hw: Hardware) -> str:
         )
     if result.kept_original and ext.status != OUT_OF_TIME:
         lines.append("  (nothing cheaper than the input was found; the input is kept)")
-    top = sat.rules_fired.most_common(8)
+    # most first, ties by name: the same run prints the same line
+    top = sorted(sat.rules_fired.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
     if top:
         lines.append("rules that fired most: " + ", ".join(f"{k} ({v})" for k, v in top))
     if result.quant is not None:
