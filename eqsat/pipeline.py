@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,31 +90,28 @@ def optimize(
     say = progress or (lambda _msg: None)
     t_start = time.perf_counter()
     budget = Budget(limits.time_limit, limits.memory_limit or default_memory_limit(), t_start)
-    shared = prepared is None  # this thread's e-graph of these rules, kept for the next
-    egraph = reused_egraph(rules, hw) if shared else prepared
-    # the model goes on top of the prepared state, which `pop` restores below
-    run_commands(egraph, "(push)")
-    try:
-        text, _ = graph_program(graph)
-        run_commands(egraph, text)
-        if facts:
-            run_commands(egraph, facts)
+    if prepared is None:
+        egraph = prepare_egraph(rules, hw)
+    else:  # the model goes on top of the prepared state, which `pop` restores below
+        egraph = prepared
+        run_commands(egraph, "(push)")
+    text, _ = graph_program(graph)
+    run_commands(egraph, text)
+    if facts:
+        run_commands(egraph, facts)
 
-        def on_round(i: int, nodes: int, seconds: float) -> None:
-            say(f"  round {i}: {nodes:,} e-nodes, {seconds:.2f} s")
+    def on_round(i: int, nodes: int, seconds: float) -> None:
+        say(f"  round {i}: {nodes:,} e-nodes, {seconds:.2f} s")
 
-        report = saturate(
-            egraph, list(rules.rulesets), set(rules.names), limits, on_round, budget=budget
-        )
-        t_sat = time.perf_counter()
+    report = saturate(
+        egraph, list(rules.rulesets), set(rules.names), limits, on_round, budget=budget
+    )
+    t_sat = time.perf_counter()
 
-        say(f"extracting ({extractor}) from {report.nodes:,} e-nodes")
-        serialized = serialize(egraph)
-    except BaseException:
-        if shared:  # its state is unknown: the next optimization prepares a new one
-            forget_egraph(rules, hw)
-        raise
-    run_commands(egraph, "(pop)")
+    say(f"extracting ({extractor}) from {report.nodes:,} e-nodes")
+    serialized = serialize(egraph)
+    if prepared is not None:
+        run_commands(egraph, "(pop)")
     del egraph  # egglog's memory is not needed while Python prices the copy
     tick = deadline_checker(budget)
     base = graph if baseline is None else baseline
@@ -189,35 +185,6 @@ def prepare_egraph(rules: CompiledRules, hw: Hardware) -> EggGraph:
     # What rules may read about the target (tile candidates), before any rule runs.
     run_commands(egraph, hardware_facts(hw))
     return egraph
-
-
-# Declaring the ops and compiling the rules costs an e-graph about half a second in
-# egglog. optimize() keeps one prepared e-graph per thread (egglog e-graphs may not
-# change threads) for the last rules and hardware it saw, and runs each model between
-# a push and a pop of it: the result is the same as on a fresh e-graph (pop restores
-# the whole state), and a sweep, a benchmark or the test suite pays the setup once.
-_THREAD = threading.local()
-
-
-def _prepared_key(rules: CompiledRules, hw: Hardware) -> tuple[str, str, str]:
-    return (program_prelude(), rules.text, hardware_facts(hw))
-
-
-def reused_egraph(rules: CompiledRules, hw: Hardware) -> EggGraph:
-    """This thread's prepared e-graph for `rules` on `hw` (made on first use)."""
-    key = _prepared_key(rules, hw)
-    cached = getattr(_THREAD, "prepared", None)
-    if cached is None or cached[0] != key:
-        _THREAD.prepared = None  # free the old one before building the next
-        _THREAD.prepared = (key, prepare_egraph(rules, hw))
-    return _THREAD.prepared[1]
-
-
-def forget_egraph(rules: CompiledRules, hw: Hardware) -> None:
-    """Drop this thread's prepared e-graph (a run stopped between push and pop)."""
-    cached = getattr(_THREAD, "prepared", None)
-    if cached is not None and cached[0] == _prepared_key(rules, hw):
-        _THREAD.prepared = None
 
 
 def _class_names(graph: Graph, classes: list[str | None]) -> dict[str, str]:
