@@ -179,18 +179,29 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     return out.reshape(node.type.shape)  # type: ignore[return-value]
 
 
-def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
+def _rows_input(c: Compiler, i: int, node: Node, axis: int) -> tuple[View, tuple[int, ...]]:
+    """A row kernel's input with `axis` moved last, and that permutation."""
     shape = node.type.shape
-    axis = int(node.attr("axis"))  # type: ignore[arg-type]
     perm = (*(a for a in range(len(shape)) if a != axis), axis)
     x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
-    x = row_operand(c, x, x.shape, c.label(i), i)
-    if perm == tuple(range(len(shape))):
+    return row_operand(c, x, x.shape, c.label(i), i), perm
+
+
+def _rows_output(
+    c: Compiler, i: int, node: Node, x: View, perm: tuple[int, ...]
+) -> tuple[View, Value]:
+    """The row kernel's output in its input's order, and the value the graph sees (the
+    output permuted back, or itself when nothing moved)."""
+    if perm == tuple(range(len(perm))):
         out = c.alloc_value(i, node, keep_last=True)
-        value = out
-    else:
-        out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
-        value = out.permute(inverse_perm(perm))
+        return out, out
+    out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
+    return out, out.permute(inverse_perm(perm))
+
+
+def lower_softmax(c: Compiler, i: int, node: Node) -> Value:
+    x, perm = _rows_input(c, i, node, int(node.attr("axis")))  # type: ignore[arg-type]
+    out, value = _rows_output(c, i, node, x, perm)
     c.add_kernel(
         c.kernel_name(i), i, "main", lambda kb: emit_rows(kb, x, out, "softmax", {}), [x], [out]
     )
@@ -225,9 +236,7 @@ def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
     quant = RowQuant(pre, post)
     shape = node.type.shape
     axis = int(node.attr("axis")) % len(shape) if kind == "softmax" else len(shape) - 1  # type: ignore[arg-type]
-    perm = (*(a for a in range(len(shape)) if a != axis), axis)
-    x = c.as_view(_x(c, node), shape, c.label(i)).permute(perm)
-    x = row_operand(c, x, x.shape, c.label(i), i)
+    x, perm = _rows_input(c, i, node, axis)
     params: dict = {}
     reads = [x]
     if kind == "layernorm":
@@ -236,12 +245,7 @@ def lower_row_quant(c: Compiler, i: int, node: Node) -> Value:
         beta = row_operand(c, c.value(node.inputs[2]), d, c.label(i) + ".beta", i)
         params = {"gamma": gamma, "beta": beta, "eps": float(node.attr("eps"))}  # type: ignore[arg-type]
         reads += [gamma, beta]
-    if perm == tuple(range(len(shape))):
-        out = c.alloc_value(i, node, keep_last=True)
-        value = out
-    else:
-        out = c.new_buffer(node.type.dtype.value, x.shape, c.label(i))
-        value = out.permute(inverse_perm(perm))
+    out, value = _rows_output(c, i, node, x, perm)
     c.add_kernel(
         c.kernel_name(i),
         i,

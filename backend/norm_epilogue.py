@@ -24,14 +24,13 @@ from eqsat.norm_epilogue import (
     row_chunks,
     whole_rows_apply,
 )
-from eqsat.ops import REGISTRY
 from eqsat.row_plan import RowTiles, row_program
 from hwsim.isa import Instr, Tile
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .lower_contract import lower_fused
-from .operands import row_operand
+from .operands import inner_node, norm_params, row_operand
 from .rowwise import emit_rows
 from .space import Operand, dram
 from .views import Value, View
@@ -101,23 +100,17 @@ def lower_norm_epilogue(c: Compiler, i: int, node: Node) -> Value:
     """The inner product's lowering with the norm in its output writer."""
     kind, inner, count = NORM_EPILOGUE[node.op]
     n = node.type.shape[-1]
-    names = list(node.opdef.operands[count:])
-    params = {
-        name: row_operand(c, c.value(j), (n,), f"{c.label(i)}.{name}", i)
-        for name, j in zip(names, node.inputs[count:], strict=True)
-    }
+    params = norm_params(c, i, node, count, n)
     norm = NormEpilogue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
-    inner_attrs = {a.name for a in REGISTRY[inner].attrs}
-    attrs = tuple((key, v) for key, v in node.attrs if key in inner_attrs)
-    inner_node = Node(inner, node.inputs[:count], attrs, node.type, node.name)
+    product = inner_node(node, inner, count)
     in_types = [c.graph.nodes[j].type for j in node.inputs]
     cost = op_cost(c.hw, node.op, in_types, node.type, node.attr_dict)
     if whole_rows_apply(in_types, node.type) and cost is not None and cost.feasible:
-        return lower_fused(c, i, inner_node, norm=norm)
+        return lower_fused(c, i, product, norm=norm)
     # the product's result is broadcast by its epilogue, or no tile of whole rows fits
     # this machine (priced unrunnable, so extraction does not choose it): the product
     # with its epilogue, then the norm's own kernel
-    total = c.as_view(lower_fused(c, i, inner_node), node.type.shape, c.label(i))
+    total = c.as_view(lower_fused(c, i, product), node.type.shape, c.label(i))
     total = row_operand(c, total, node.type.shape, c.label(i), i)
     out = c.new_buffer(node.type.dtype.value, node.type.shape, c.label(i) + ".norm")
     rows = {**params, "eps": norm.eps}

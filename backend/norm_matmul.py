@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
 from eqsat.norm_prologue import NORM_MATMUL
-from eqsat.ops import REGISTRY
 
 from .lower_contract import lower_contraction, lower_fused
 from .norm_loader import NormPrologue
-from .operands import row_operand
+from .operands import inner_node, norm_params
 from .views import Value
 
 if TYPE_CHECKING:
@@ -28,15 +27,9 @@ def lower_norm_matmul(c: Compiler, i: int, node: Node) -> Value:
     """The inner product's lowering with the norm in its A loader."""
     kind, inner, count = NORM_MATMUL[node.op]
     k = c.graph.nodes[node.inputs[0]].type.shape[-1]
-    names = [n for n in node.opdef.operands[count:]]
-    params = {
-        name: row_operand(c, c.value(j), (k,), f"{c.label(i)}.{name}", i)
-        for name, j in zip(names, node.inputs[count:], strict=True)
-    }
+    params = norm_params(c, i, node, count, k)
     prologue = NormPrologue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
-    inner_attrs = {a.name for a in REGISTRY[inner].attrs}
-    attrs = tuple((key, v) for key, v in node.attrs if key in inner_attrs)
-    inner_node = Node(inner, node.inputs[:count], attrs, node.type, node.name)
+    product = inner_node(node, inner, count)
     if inner == "matmul":
-        return lower_contraction(c, i, inner_node, prologue)
-    return lower_fused(c, i, inner_node, prologue)
+        return lower_contraction(c, i, product, prologue)
+    return lower_fused(c, i, product, prologue)

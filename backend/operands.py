@@ -1,12 +1,14 @@
 """Operands of a node's kernel, shared by the lowerers: a node's inputs as leaves of a
 tile expression, the value of such an expression (folded, or one streaming kernel),
-and a view whose rows a row kernel can load."""
+a view whose rows a row kernel can load, and the parts of a norm fused with a
+product."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
+from eqsat.ops import REGISTRY
 
 from .ewise import emit_ewise
 from .expr import Cvt, Expr, Leaf, fold
@@ -60,3 +62,22 @@ def row_operand(c: Compiler, v: Value, shape: tuple[int, ...], label: str, i: in
     if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
         v = c.materialize(v, label, i)
     return v
+
+
+def norm_params(c: Compiler, i: int, node: Node, count: int, length: int) -> dict[str, View]:
+    """A norm fused with a product: its per-row vectors (the operands after the
+    product's first `count`, gamma and beta or the RMSNorm weight), `length` long each,
+    as row views by operand name."""
+    names = node.opdef.operands[count:]
+    return {
+        name: row_operand(c, c.value(j), (length,), f"{c.label(i)}.{name}", i)
+        for name, j in zip(names, node.inputs[count:], strict=True)
+    }
+
+
+def inner_node(node: Node, inner: str, count: int) -> Node:
+    """The product inside a fused norm as a node of its own: op `inner` on the first
+    `count` inputs, with the attributes it knows."""
+    known = {a.name for a in REGISTRY[inner].attrs}
+    attrs = tuple((key, v) for key, v in node.attrs if key in known)
+    return Node(inner, node.inputs[:count], attrs, node.type, node.name)
