@@ -420,6 +420,19 @@ def measure_choices(
     return choices
 
 
+def shrunk_budget(
+    scale: Sequence[float], sqnr_min: float, measured: Mapping[str, float], outputs: Sequence[str]
+) -> list[float] | None:
+    """Each output's noise budget scale shrunk by its measured shortfall below
+    `sqnr_min` (capped at 60 dB), with a margin; None when no output falls short."""
+    short = [min(sqnr_min - measured[o], 60.0) for o in outputs]
+    if max(short, default=0.0) <= 0.0:
+        return None
+    return [
+        s / (10.0 ** (d / 10.0) * SAFETY) if d > 0 else s for s, d in zip(scale, short, strict=True)
+    ]
+
+
 def confirm(
     choices: list[LayerChoice], fake: FakeQuant, sqnr_min: float
 ) -> tuple[list[LayerChoice], dict[str, float]]:
@@ -432,13 +445,10 @@ def confirm(
     for _ in range(CONFIRM_ROUNDS):
         assigned = {i: c.precision for c in chosen for i in c.layers if c.precision != "f32"}
         measured = fake.sqnr(assigned)
-        short = [min(sqnr_min - measured[o], 60.0) for o in fake.outputs]
-        if max(short, default=0.0) <= 0.0:
+        shrunk = shrunk_budget(scale, sqnr_min, measured, fake.outputs)
+        if shrunk is None:
             break
-        scale = [
-            s / (10.0 ** (d / 10.0) * SAFETY) if d > 0 else s
-            for s, d in zip(scale, short, strict=True)
-        ]
+        scale = shrunk
         chosen = choose_precisions(choices, sqnr_min, scale)
     return chosen, measured
 

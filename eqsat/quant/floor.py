@@ -29,13 +29,13 @@ from eqsat.ops import REGISTRY
 from eqsat.ops.rotation import hadamard, hadamard_rows
 from eqsat.quant.auto import (
     CONFIRM_ROUNDS,
-    SAFETY,
     LayerChoice,
     Option,
     choose_precisions,
     hardware_precisions,
     measure_choices,
     mixed_plan,
+    shrunk_budget,
     weight_only_act,
 )
 from eqsat.quant.passes import QuantPlan
@@ -116,13 +116,10 @@ def apply_floor(
     for _ in range(CONFIRM_ROUNDS):  # solve; while a sample misses, shrink the budget
         chosen = choose_precisions(choices, sqnr_min, scale)
         measured = worst({i: c.precision for c in chosen for i in c.layers if c.precision != "f32"})
-        short = [min(sqnr_min - measured[o], 60.0) for o in fake.outputs]
-        if max(short, default=0.0) <= 0.0:
+        shrunk = shrunk_budget(scale, sqnr_min, measured, fake.outputs)
+        if shrunk is None:
             break
-        scale = [
-            f / (10.0 ** (d / 10.0) * SAFETY) if d > 0 else f
-            for f, d in zip(scale, short, strict=True)
-        ]
+        scale = shrunk
     if all(c.precision == "int8" for c in chosen):  # the knapsack found no cheaper fix
         return FloorResult(plan, graph, sqnr_min, uniform, measured, chosen)
     mixed = mixed_plan(graph, params, plan, chosen, hw.rounding, act, rotations)
