@@ -26,26 +26,12 @@ from eqsat.quant.auto import (
 from eqsat.quant.calibrate import calibration_samples
 from eqsat.quant.passes import plan_quantization
 from eqsat.quant.sensitivity import FakeQuant, fake_weight, predicted_sqnr
-from frontend import check_model, parse_model
 from hwsim import load_hardware
-from tests.quant.helpers import model
-
-TINY = """
-model tiny {
-  input x: f32[16, 256]
-  param w1: f32[256, 256]
-  param b1: f32[256]
-  param w2: f32[256, 128]
-  param w3: f32[256, 128]
-  h = relu(add(matmul(x, w1), b1))
-  y = add(matmul(h, w2), matmul(h, w3))
-  output y
-}
-"""
+from tests.quant.helpers import model, two_branch
 
 
 def tiny():
-    return check_model(parse_model(TINY), {})
+    return two_branch()
 
 
 def group(node: int, *options: tuple[str, int, float]) -> LayerChoice:

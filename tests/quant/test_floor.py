@@ -15,26 +15,12 @@ from eqsat.quant.auto import hardware_precisions, measure_choices, mixed_plan
 from eqsat.quant.calibrate import calibration_samples
 from eqsat.quant.floor import RotatedFakeQuant, apply_floor, floor_report, floor_summary
 from eqsat.quant.passes import plan_quantization
-from frontend import check_model, parse_model
 from hwsim import load_hardware
-from tests.quant.helpers import quantized
-
-TINY = """
-model tiny {
-  input x: f32[16, 256]
-  param w1: f32[256, 256]
-  param b1: f32[256]
-  param w2: f32[256, 128]
-  param w3: f32[256, 128]
-  h = relu(add(matmul(x, w1), b1))
-  y = add(matmul(h, w2), matmul(h, w3))
-  output y
-}
-"""
+from tests.quant.helpers import quantized, two_branch
 
 
 def _setup(rotate: str = "none"):
-    g = check_model(parse_model(TINY), {})
+    g = two_branch()
     names = {str(n.attr("name")) for _, n in g.params}
     params = {k: v for k, v in random_bindings(g, 0).items() if k in names}
     samples = calibration_samples(g, None)

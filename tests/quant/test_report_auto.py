@@ -14,7 +14,7 @@ import pytest
 from eqsat.cli import main
 from eqsat.quant.report import SCHEMA
 from tests.conftest import ROOT
-from tests.quant.test_auto_precision import TINY
+from tests.quant.helpers import TWO_BRANCH
 
 
 def _strict(text: str) -> dict:
@@ -28,7 +28,7 @@ def _strict(text: str) -> dict:
 def auto_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("auto")
     model = folder / "tiny.model"
-    model.write_text(TINY)
+    model.write_text(TWO_BRANCH)
     report = folder / "r.json"
     # edge with bf16 the only narrow weight format: three candidates to optimize, not five
     edge = (ROOT / "hwsim" / "presets" / "edge.toml").read_text()
