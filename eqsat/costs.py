@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eqsat.attention_plan import attention_cost
+from eqsat.body_ops import body_ops
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, row_major
 from eqsat.ir.types import DType, TensorType
@@ -288,6 +289,22 @@ def _streamed_cost(
     (one ALU pass whatever the dtype: bool masks, their operands)."""
     if op_name == "requantize_ch" and out.rank:  # per-channel instructions (spatial_plan)
         return kernel_cost(hw, [requantize_ch_stream(in_types, out, attrs)])
+    if out.rank and any(t.dtype.value != "f32" for t in (*in_types, out)):
+        body = body_ops(op_name, in_types, out, attrs)  # a fused kernel with integer edges
+        if body is not None:
+            arrays = [t for t in in_types if t.numel > 1]
+            leaves = tuple(
+                (broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in arrays
+            )
+            stream = Stream(
+                out.shape,
+                row_major(out.shape),
+                out.dtype.itemsize,
+                leaves,
+                body.ops,
+                body.intermediates,
+            )
+            return kernel_cost(hw, [stream])
     ops = stream_ops(op_name, in_types, out, attrs)
     if ops is None or not out.rank:
         return None
