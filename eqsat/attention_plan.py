@@ -29,7 +29,21 @@ one-element load), so one matmul instruction pays the array's fill and drain for
 heads; the row reductions and per-row broadcasts then go head by head over strided
 parts of the tiles (`part_region`).
 
-The tile program is data (`step_ops`: ops over named tiles): the backend emits it one
+The steps are software-pipelined over the two instruction streams of the machine: the
+two matmuls of a step go to the compute queue (the array), everything between and
+around them to the vector queue (`step_phases`), and the compute queue runs a step
+ahead (the scores of step n + 1 while the vector unit does step n's softmax):
+
+    compute: mm1(0) | mm1(1) mm2(0) | mm1(2) mm2(1) | ...
+    vector:  pre(0) | pre(1) sm(0)  | pre(2) sm(1) post(0) | ...
+
+so the softmax passes hide behind the matmuls of the neighbouring steps (or the
+other way round where the vector unit is the busier: a narrow array). Scores,
+probabilities, transposed keys, statistics and the output accumulator have two slots
+(steps and streams alternate), and the keys' and values' channels are released by
+their last reader (the softmax, the second matmul) so the next loads start early.
+
+The tile program is data (`step_phases`: ops over named tiles): the backend emits it one
 to one and `attention_loop` prices the same list with hwsim.timing, so the cost model
 prices the plan the backend runs. The tile shape (query rows, keys, heads per step)
 minimising that price is chosen among those whose tiles fit SRAM and the accumulator.
@@ -148,6 +162,17 @@ def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[Attn
     return ops
 
 
+PHASES = ("pre", "mm1", "sm", "mm2", "post")  # of a step, alternately vector and compute
+
+
+def step_phases(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[list[AttnOp]]:
+    """`step_ops` cut at its two matmuls: [pre, mm1, sm, mm2, post] (PHASES), the
+    matmuls on the compute queue, the rest on the vector queue."""
+    ops = step_ops(s, first, last, heads)
+    i, j = (n for n, op in enumerate(ops) if op.kind == "matmul")
+    return [ops[:i], [ops[i]], ops[i + 1 : j], [ops[j]], ops[j + 1 :]]
+
+
 STATS = ("m", "mx", "alpha", "rs", "l")  # one f32 column per head
 
 
@@ -218,19 +243,12 @@ def op_cycles(
 
 
 def sram_tiles(s: AttnShape, plan: AttnPlan) -> list[tuple[str, int, int, int]]:
-    """(name, rows, cols, slots) of the SRAM tiles the kernel allocates."""
+    """(name, rows, cols, slots) of the SRAM tiles the kernel allocates: two of each
+    (loads double-buffered; steps and streams of the pipeline alternate)."""
     dims = tile_dims(s, plan.rq, plan.tk, plan.heads)
-    tiles = [("q", *dims["q"], 2), ("v", *dims["v"], 2)]
-    if s.transpose_k:
-        tiles += [("k", *dims["k"], 2), ("kt", *dims["kt"], 1)]
-    else:
-        tiles.append(("kt", *dims["kt"], 2))
-    if s.mask != MASK_NONE:
-        tiles.append(("mask", *dims["mask"], 2))
-    tiles.append(("s", *dims["s"], 1))
-    tiles += [(n, *dims[n], 1) for n in ("m", "mx", "alpha", "rs", "l")]
-    tiles.append(("out", *dims["out"], 2))
-    return tiles
+    names = ["q", "v", *(["k"] if s.transpose_k else []), "kt"]
+    names += [*(["mask"] if s.mask != MASK_NONE else []), "s", *STATS, "out"]
+    return [(n, *dims[n], 2) for n in names]
 
 
 def _aligned(nbytes: int) -> int:
@@ -248,8 +266,10 @@ def sram_bytes(s: AttnShape, plan: AttnPlan) -> int:
 
 
 def acc_bytes(s: AttnShape, plan: AttnPlan) -> int:
+    """Two slots each of the scores and the output accumulators."""
     g = plan.heads
-    return _aligned(plan.rq * g * plan.tk * ACC_BYTES) + _aligned(plan.rq * g * s.dv * ACC_BYTES)
+    one = _aligned(plan.rq * g * plan.tk * ACC_BYTES) + _aligned(plan.rq * g * s.dv * ACC_BYTES)
+    return 2 * one
 
 
 def fits(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
@@ -283,22 +303,56 @@ def key_block_classes(t: int, tk: int) -> list[tuple[int, bool, bool, int]]:
 
 def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
     """Tiles whose off-diagonal blocks are zeroed once at the start of the kernel (a
-    one-element load zero-pads the rest of its tile): the block-diagonal kt and v."""
+    one-element load zero-pads the rest of its tile): both slots of the block-diagonal
+    kt and v."""
     if plan.heads == 1:
         return []
-    return ["v", "v", "kt"] + (["kt"] if not s.transpose_k else [])
+    return ["v", "v", "kt", "kt"]
 
 
-def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int]:
+def phase_cycles(
+    hw: Hardware, s: AttnShape, rn: int, kn: int, first: bool, last: bool, heads: int
+) -> tuple[list[int], bool]:
+    """Cycles of each phase (PHASES) of a step of rn queries and kn keys, and whether
+    its matmuls run on the vector unit (op_gemv: one query row)."""
+    dims = tile_dims(s, rn, kn, heads)
+    phases = step_phases(s, first, last, heads)
+    cycles = [sum(op_cycles(hw, s, op, dims, rn, kn) for op in ph) for ph in phases]
+    return cycles, op_gemv(hw, s, phases[1][0], dims)
+
+
+def step_ends(s: AttnShape, plan: AttnPlan) -> list[tuple[int, int, bool, bool]]:
+    """(rn, kn, first, last) of the first two and the last two steps in the order the
+    backend runs them (head groups, query blocks, key blocks); fewer when there are
+    fewer steps."""
+    nq, nk = -(-s.s // plan.rq), -(-s.t // plan.tk)
+    n = s.batch // plan.heads * nq * nk
+
+    def step(i: int) -> tuple[int, int, bool, bool]:
+        r, b = i // nk % nq, i % nk
+        kn = min(plan.tk, s.t - b * plan.tk)
+        return min(plan.rq, s.s - r * plan.rq), kn, b == 0, b == nk - 1
+
+    return [step(i) for i in sorted({*range(min(n, 2)), *range(max(0, n - 2), n)})]
+
+
+def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int, int]:
     """The kernel's instructions summed (backend/attention.py emits them): per query
     block of a group of heads one q load and one store per head, per key block the k,
-    v (and mask) loads of each head and the tile program. Returns the loop and its
-    matrix-unit cycles."""
+    v (and mask) loads of each head and the tile program. The compute time is the
+    pipeline's (module doc): the busier of the two queues over the whole loop, plus
+    what it waits for at the ends (the compute queue: the first keys' transpose, the
+    last softmax where it outlasts the previous step's second matmul, the last division;
+    the vector queue: the first scores, the last second matmul). Where the matmuls run
+    on the vector unit (one query row) nothing overlaps: the sum. Returns the loop, its
+    matrix-unit and vector-unit cycles."""
     isz, g = ITEMSIZE[s.dtype], plan.heads
     zeros = len(zero_tiles(s, plan))
     loads, load_cycles = zeros, zeros * timing.dma_cycles(hw, isz)
     transfer, dram = zeros * timing.dma_transfer_cycles(hw, isz), zeros * isz
-    steps = compute = matrix = store_cycles = stores = 0
+    steps = matrix = vector = store_cycles = stores = 0
+    busy = [0, 0]  # compute queue, vector queue
+    gemv = False
     floor = 0.0
     blocks = key_block_classes(s.t, plan.tk)
     for rn, qcount in tile_splits(s.s, plan.rq):
@@ -309,7 +363,6 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         store_cycles += qblocks * sq
         for kn, first, last, kcount in blocks:
             count = qblocks * kcount
-            dims = tile_dims(s, rn, kn, g)
             blk = [kn * s.d * isz, kn * s.dv * isz]
             if s.mask != MASK_NONE:
                 blk.append((1 if s.mask == MASK_ROW else rn) * kn * isz)
@@ -318,24 +371,32 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             blk *= g
             lq = sum(timing.dma_cycles(hw, b) for b in blk)
             lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
-            ops = step_ops(s, first, last, g)
-            cyc = [op_cycles(hw, s, op, dims, rn, kn) for op in ops]
-            c = sum(cyc)
-            mx = sum(
-                x
-                for op, x in zip(ops, cyc, strict=True)
-                if op.kind == "matmul" and not op_gemv(hw, s, op, dims)
-            )
+            ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g)
+            mm, vec = ph[1] + ph[3], ph[0] + ph[2] + ph[4]
+            gemv |= on_vector
+            c = mm + vec if on_vector else max(mm, vec)
             floor += count * step_cycles(
                 hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
             )
             steps += count
-            compute += count * c
-            matrix += count * mx
+            busy[0] += count * mm
+            busy[1] += count * vec
+            matrix += 0 if on_vector else count * mm
+            vector += count * (vec + (mm if on_vector else 0))
             loads += count * len(blk)
             load_cycles += count * lq
             transfer += count * (lx + (sx if last else 0))
             dram += count * (sum(blk) + (g * o_bytes if last else 0))
+    if gemv:
+        compute = busy[0] + busy[1]
+    else:
+        ends = [phase_cycles(hw, s, *e, g)[0] for e in step_ends(s, plan)]
+        head, second, prev, tail = ends[0], ends[1:2], ends[-2:-1], ends[-1]
+        pre1 = second[0][0] if second and steps > 1 else 0
+        prev_mm2, prev_post = (prev[0][3], prev[0][4]) if prev and steps > 1 else (0, 0)
+        on_compute = head[0] + busy[0] + max(0, tail[2] - prev_mm2) + tail[4]
+        on_vector = busy[1] + max(0, head[1] - pre1) + max(0, tail[3] - prev_post)
+        compute = max(on_compute, on_vector)
     work = LoopWork(
         steps,
         compute,
@@ -348,7 +409,7 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         1,
         math.ceil(floor),
     )
-    return work, matrix
+    return work, matrix, vector
 
 
 def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
@@ -424,6 +485,5 @@ def attention_cost(
     if plan is None:
         nbytes = sum(t.nbytes for t in in_types) + out.nbytes
         return KernelCost(unrunnable, 0, 0, 0, 0, nbytes, feasible=False)
-    work, matrix = attention_loop(hw, s, plan)
-    cost = loop_cycles(hw, work)
-    return replace(cost, matrix_cycles=matrix, vector_cycles=cost.compute_cycles - matrix)
+    work, matrix, vector = attention_loop(hw, s, plan)
+    return replace(loop_cycles(hw, work), matrix_cycles=matrix, vector_cycles=vector)
