@@ -32,6 +32,7 @@ from eqsat.attention_plan import (
     key_blocks,
     op_gemv,
     part_region,
+    pipelined,
     sram_tiles,
     step_phases,
     tile_dims,
@@ -122,6 +123,9 @@ def _lead_offset(op: Operand, idx: tuple[int, ...]) -> int:
     return op.offset + sum(i * st for i, st in zip(idx, op.strides, strict=False))
 
 
+PER_STEP = ("k", "kt", "mask", "v", "sacc", "s")  # slots alternating step by step
+
+
 def _instr(op: AttnOp, t: dict[str, Tile], part, vector_queue: bool) -> Instr:
     """The hwsim instruction of one op of the tile program (`part(name, h)`: head h's
     region of a tile); a vector-unit op on the vector queue if `vector_queue`."""
@@ -200,6 +204,7 @@ def emit_attention(
         zero = pipe.load("z", pairs, pend=False)[1]
     steps = _steps(s, plan, out, [("q", qo), ("k", ko), ("v", vo), ("o", oo), ("m", mo)])
     qgens: dict[int, tuple] = {}
+    overlap = pipelined(kb.hw, s, plan)
 
     def part_of(t: dict[str, Tile], rn: int, kn: int):
         def part(name: str, h: int) -> Tile:
@@ -229,63 +234,69 @@ def emit_attention(
             kb.emit(ins)
         return start, len(kb.instrs) - 1
 
-    def front(n: int) -> None:
-        """Loads of step n, its keys' transpose (vector) and first matmul (compute)."""
+    def load_k(n: int) -> None:
+        """The keys of step n (two steps ahead: their slot is free once turned)."""
         st = steps[n]
-        qwait: list[str] = []
-        if st.first:
-            qt = sub(slots["q"][pipe.slot("q")], st.rn, g * s.d)
-            qpairs = [
-                (offset_tile(qt, *part_region(s, "q", h, st.rn, 0)), _qref(qo, b, st.r0, st.rn, s, q))
-                for h, b in enumerate(st.bases)
-            ]
-            qgens[st.stream], qwait = pipe.load("q", qpairs, pend=False)
         dims = tile_dims(s, st.rn, st.kn, g)
-        slot = {"s": n % 2, "sacc": n % 2, "kt": pipe.slot("k"), "k": pipe.slot("k")}
-        slot |= {"mask": pipe.slot("m"), "v": pipe.slot("v")}
-        for name, ts in slots.items():  # the rest: one per stream
-            st.tiles[name] = sub(ts[slot.get(name, st.stream % 2)], *dims[name])
-        st.tiles["q"] = sub(slots["q"][qgens_slot(st)], st.rn, g * s.d)
+        for name, ts in slots.items():  # per step, or per stream (q, statistics, output)
+            j = n % 2 if name in PER_STEP else st.stream % 2
+            st.tiles[name] = sub(ts[j], *dims[name])
+        st.tiles["q"] = sub(slots["q"][st.stream % 2], st.rn, g * s.d)
         part = part_of(st.tiles, st.rn, st.kn)
-        kpairs, mpairs, vpairs = [], [], []
+        pairs = []
         for h, b in enumerate(st.bases):
             if s.transpose_k:  # rows of k: [kn, d] at key k0, contiguous in d
                 ref = dram(ko, _at(ko, b["k"], 0, st.k0), st.kn, s.d, kt.strides[-1])
-                kpairs.append((part("k", h), ref))
+                pairs.append((part("k", h), ref))
             else:
                 ref = dram(ko, _at(ko, b["k"], 0, st.k0), s.d, st.kn, kt.strides[-2])
-                kpairs.append((part("kt", h), ref))
+                pairs.append((part("kt", h), ref))
+        st.gens["k"], st.waits["k"] = pipe.load("k", pairs, pend=False)
+
+    def load_rest(n: int) -> None:
+        """q (at a stream's first step), mask and v of step n (one step ahead)."""
+        st = steps[n]
+        part = part_of(st.tiles, st.rn, st.kn)
+        st.waits["q"] = []
+        if st.first:
+            qpairs = [
+                (part("q", h), _qref(qo, b, st.r0, st.rn, s, q)) for h, b in enumerate(st.bases)
+            ]
+            qgens[st.stream], st.waits["q"] = pipe.load("q", qpairs, pend=False)
+        mpairs, vpairs = [], []
+        for h, b in enumerate(st.bases):
             if mo is not None:
-                mrows = dims["mask"][0]
+                mrows = tile_dims(s, st.rn, st.kn, g)["mask"][0]
                 stride = mask.strides[-2] if s.mask == MASK_FULL else st.kn  # type: ignore[union-attr]
                 ref = dram(mo, _at(mo, b["m"], st.r0, st.k0), mrows, st.kn, stride)
                 mpairs.append((part("mask", h), ref))
             ref = dram(vo, _at(vo, b["v"], st.k0, 0), st.kn, s.dv, v.strides[-2])
             vpairs.append((part("v", h), ref))
-        for ch, pairs in (("k", kpairs), ("m", mpairs), ("v", vpairs)):
+        for ch, pairs in (("m", mpairs), ("v", vpairs)):
             st.gens[ch], st.waits[ch] = pipe.load(ch, pairs, pend=False)
+
+    def front(n: int) -> None:
+        """Step n's keys' transpose (vector) and first matmul (compute)."""
+        st = steps[n]
         first_zero = zero if n == 0 else []
         pre, mm1 = phases[(st.first, st.last)][:2]
         if pre:  # keys turned on the vector unit: their slot is free after
-            _, end = run(st, pre, True, (*st.waits["k"], *first_zero), (tok["kt"],))
+            _, end = run(st, pre, overlap, (*st.waits["k"], *first_zero), (tok["kt"],))
             pipe.release(st.gens["k"], at=end)
-            wait = [tok["kt"], *qwait]
+            wait = [tok["kt"], *st.waits["q"]]
         else:
-            wait = [*st.waits["k"], *first_zero, *qwait]
+            wait = [*st.waits["k"], *first_zero, *st.waits["q"]]
         _, end = run(st, mm1, False, wait, (tok["sc"],))
         if not pre:
             pipe.release(st.gens["k"], at=end)
         if st.last:  # the stream's last scores: its q slot is free
             pipe.release(qgens.pop(st.stream), at=end)
 
-    def qgens_slot(st: _Step) -> int:
-        return qgens[st.stream][1] % 2
-
     def back(n: int) -> None:
         """Softmax of step n (vector) and its second matmul (compute)."""
         st = steps[n]
         sm, mm2 = phases[(st.first, st.last)][2:4]
-        _, end = run(st, sm, True, (tok["sc"], *st.waits["m"]), (tok["pr"],))
+        _, end = run(st, sm, overlap, (tok["sc"], *st.waits["m"]), (tok["pr"],))
         pipe.release(st.gens["m"], at=end)  # the mask read: the next may load
         done = tok["od"] if st.last else tok["ov"]
         _, end = run(st, mm2, False, (tok["pr"], *st.waits["v"]), (done,))
@@ -297,7 +308,7 @@ def emit_attention(
         st.tiles["out"] = sub(slots["out"][pipe.out_slot()], st.rn, g * s.dv)
         free = pipe.begin_out(pend=False)
         ops = phases[(st.first, st.last)][4]
-        _, end = run(st, ops, True, (tok["od"], *free))
+        _, end = run(st, ops, overlap, (tok["od"], *free))
         part = part_of(st.tiles, st.rn, st.kn)
         pipe.store(
             [
@@ -307,14 +318,34 @@ def emit_attention(
             at=end,
         )
 
+    # loads in the order their slots come free: keys two steps ahead, the rest one
+    n_steps = len(steps)
+    load_k(0)
+    load_rest(0)
+    if n_steps > 1:
+        load_k(1)
+    if not overlap:  # one queue: step after step
+        for n in range(n_steps):
+            if n + 2 < n_steps:
+                load_k(n + 2)
+            if n + 1 < n_steps:
+                load_rest(n + 1)
+            front(n)
+            back(n)
+            if steps[n].last:
+                post(n)
+        return
     front(0)
-    for n in range(len(steps)):
-        if n + 1 < len(steps):
+    for n in range(n_steps):
+        if n + 2 < n_steps:
+            load_k(n + 2)
+        if n + 1 < n_steps:
+            load_rest(n + 1)
             front(n + 1)
         back(n)
         if n >= 1 and steps[n - 1].last:
             post(n - 1)
-    post(len(steps) - 1)
+    post(n_steps - 1)
 
 
 def _steps(s: AttnShape, plan: AttnPlan, out: View, operands) -> list[_Step]:

@@ -321,6 +321,38 @@ def phase_cycles(
     return cycles, op_gemv(hw, s, phases[1][0], dims)
 
 
+def pipeline_stalls(hw: Hardware, s: AttnShape, plan: AttnPlan) -> int:
+    """Cycles the compute queue waits for a softmax: step n's runs between its first
+    matmul and its second, while the compute queue has only the second matmul of step
+    n - 1 and the first of step n + 1 to do (key blocks of one stream, the streams one
+    after another). Long streams: the three blocks at either end and one in the middle
+    stand for the rest."""
+    nk, total = -(-s.t // plan.tk), 0
+    for rn, qcount in tile_splits(s.s, plan.rq):
+        streams = s.batch // plan.heads * qcount
+
+        def phases(i: int, rn: int = rn) -> list[int]:
+            i %= nk
+            kn = min(plan.tk, s.t - i * plan.tk)
+            return phase_cycles(hw, s, rn, kn, i == 0, i == nk - 1, plan.heads)[0]
+
+        ends = sorted({*range(min(nk, 3)), *range(max(0, nk - 3), nk)})
+        weights = {i: 1 for i in ends}
+        if nk > 6:
+            weights[3] = nk - 6
+        for i, w in weights.items():
+            stall = phases(i)[2] - phases(i - 1)[3] - phases(i + 1)[1]
+            total += streams * w * max(0, stall)
+    return total
+
+
+def pipelined(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
+    """Whether the steps overlap on the two queues: not where the matmuls run on the
+    vector unit too (one query row, op_gemv), which then takes every step in turn."""
+    dims = tile_dims(s, min(plan.rq, s.s), min(plan.tk, s.t), plan.heads)
+    return not op_gemv(hw, s, step_phases(s, True, True, plan.heads)[1][0], dims)
+
+
 def step_ends(s: AttnShape, plan: AttnPlan) -> list[tuple[int, int, bool, bool]]:
     """(rn, kn, first, last) of the first two and the last two steps in the order the
     backend runs them (head groups, query blocks, key blocks); fewer when there are
@@ -336,7 +368,7 @@ def step_ends(s: AttnShape, plan: AttnPlan) -> list[tuple[int, int, bool, bool]]
     return [step(i) for i in sorted({*range(min(n, 2)), *range(max(0, n - 2), n)})]
 
 
-def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int, int]:
+def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int, int, int]:
     """The kernel's instructions summed (backend/attention.py emits them): per query
     block of a group of heads one q load and one store per head, per key block the k,
     v (and mask) loads of each head and the tile program. The compute time is the
@@ -345,14 +377,14 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
     last softmax where it outlasts the previous step's second matmul, the last division;
     the vector queue: the first scores, the last second matmul). Where the matmuls run
     on the vector unit (one query row) nothing overlaps: the sum. Returns the loop, its
-    matrix-unit and vector-unit cycles."""
+    matrix-unit and vector-unit cycles, and the queue cycles of the DMAs at its ends
+    (the zero tiles, keys and queries the first step waits for; the last store)."""
     isz, g = ITEMSIZE[s.dtype], plan.heads
     zeros = len(zero_tiles(s, plan))
     loads, load_cycles = zeros, zeros * timing.dma_cycles(hw, isz)
     transfer, dram = zeros * timing.dma_transfer_cycles(hw, isz), zeros * isz
     steps = matrix = vector = store_cycles = stores = 0
     busy = [0, 0]  # compute queue, vector queue
-    gemv = False
     floor = 0.0
     blocks = key_block_classes(s.t, plan.tk)
     for rn, qcount in tile_splits(s.s, plan.rq):
@@ -373,7 +405,6 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
             ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g)
             mm, vec = ph[1] + ph[3], ph[0] + ph[2] + ph[4]
-            gemv |= on_vector
             c = mm + vec if on_vector else max(mm, vec)
             floor += count * step_cycles(
                 hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
@@ -387,7 +418,11 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             load_cycles += count * lq
             transfer += count * (lx + (sx if last else 0))
             dram += count * (sum(blk) + (g * o_bytes if last else 0))
-    if gemv:
+    rn0, rn1 = min(plan.rq, s.s), s.s - (-(-s.s // plan.rq) - 1) * plan.rq
+    first = [min(plan.tk, s.t) * s.d * isz, rn0 * s.d * isz] * g
+    edge_dma = zeros * timing.dma_cycles(hw, isz) + sum(timing.dma_cycles(hw, b) for b in first)
+    edge_dma += g * timing.dma_cycles(hw, rn1 * s.dv * isz)
+    if not pipelined(hw, s, plan):
         compute = busy[0] + busy[1]
     else:
         ends = [phase_cycles(hw, s, *e, g)[0] for e in step_ends(s, plan)]
@@ -395,8 +430,9 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         pre1 = second[0][0] if second and steps > 1 else 0
         prev_mm2, prev_post = (prev[0][3], prev[0][4]) if prev and steps > 1 else (0, 0)
         on_compute = head[0] + busy[0] + max(0, tail[2] - prev_mm2) + tail[4]
-        on_vector = busy[1] + max(0, head[1] - pre1) + max(0, tail[3] - prev_post)
-        compute = max(on_compute, on_vector)
+        on_compute += pipeline_stalls(hw, s, plan)
+        on_vq = busy[1] + max(0, head[1] - pre1) + max(0, tail[3] - prev_post)
+        compute = max(on_compute, on_vq)
     work = LoopWork(
         steps,
         compute,
@@ -409,7 +445,18 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         1,
         math.ceil(floor),
     )
-    return work, matrix, vector
+    return work, matrix, vector, edge_dma
+
+
+def attention_cycles(hw: Hardware, s: AttnShape, plan: AttnPlan) -> KernelCost:
+    """The kernel's price: the launch; the loads the first step waits for and their
+    latency; the pipeline (compute, or the DMA where that is the busier); the last
+    store and its latency."""
+    work, matrix, vector, edge_dma = attention_loop(hw, s, plan)
+    cost = loop_cycles(hw, work)
+    body = max(work.compute, cost.dma_cycles, work.floor)
+    cycles = hw.launch_cycles + body + edge_dma + 2 * hw.dram_latency_cycles
+    return replace(cost, cycles=cycles, matrix_cycles=matrix, vector_cycles=vector)
 
 
 def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
@@ -442,7 +489,7 @@ def attention_plan(hw: Hardware, s: AttnShape) -> AttnPlan | None:
     """The cheapest fitting tile shape by the timing formulas, or None if none fits."""
     best, best_cycles = None, math.inf
     for plan in candidates(hw, s):
-        cycles = loop_cycles(hw, attention_loop(hw, s, plan)[0]).cycles
+        cycles = attention_cycles(hw, s, plan).cycles
         if cycles < best_cycles:
             best, best_cycles = plan, cycles
     return best
@@ -485,5 +532,4 @@ def attention_cost(
     if plan is None:
         nbytes = sum(t.nbytes for t in in_types) + out.nbytes
         return KernelCost(unrunnable, 0, 0, 0, 0, nbytes, feasible=False)
-    work, matrix, vector = attention_loop(hw, s, plan)
-    return replace(loop_cycles(hw, work), matrix_cycles=matrix, vector_cycles=vector)
+    return attention_cycles(hw, s, plan)

@@ -181,7 +181,7 @@ def test_plan_counts_the_emitted_instructions_and_cycles(hw_name, shape, mask):
     plan = attention_plan(hw, s)
     if hw_name == "datacenter" and d == 16:  # narrow heads share the array
         assert plan.heads > 1
-    work, _, _ = attention_loop(hw, s, plan)
+    work, _, _, _ = attention_loop(hw, s, plan)
     instrs = compiled.program.instrs
     kinds = Counter(type(i).__name__ for i in instrs if not isinstance(i, Kernel))
     assert kinds.pop("Load") == work.loads
