@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from eqsat.attention_plan import (
+    F32_TILES,
     MASK_FULL,
     MASK_NONE,
     MASK_ROW,
-    STATS,
     AttnOp,
     AttnPlan,
     AttnShape,
@@ -123,7 +123,7 @@ def _lead_offset(op: Operand, idx: tuple[int, ...]) -> int:
     return op.offset + sum(i * st for i, st in zip(idx, op.strides, strict=False))
 
 
-PER_STEP = ("k", "kt", "mask", "v", "sacc", "s")  # slots alternating step by step
+PER_STEP = ("k", "kt", "mask", "v", "sacc", "s", "vt", "pt")  # slots alternating step by step
 
 
 def _instr(op: AttnOp, t: dict[str, Tile], part, vector_queue: bool) -> Instr:
@@ -183,11 +183,13 @@ def emit_attention(
     g = plan.heads
     slots: dict[str, tuple[Tile, ...]] = {}
     for name, rows, cols, count in sram_tiles(s, plan):
-        dtype = "f32" if name == "s" or name in STATS else s.dtype
+        dtype = "f32" if name in F32_TILES else s.dtype
         slots[name] = tuple(kb.alloc(rows, cols, dtype) for _ in range(count))
     for name, cols in (("sacc", g * plan.tk), ("oacc", g * s.dv)):
         slots[name] = tuple(kb.alloc(plan.rq, cols, "f32", "acc") for _ in range(2))
-    phases = {(f, la): step_phases(s, f, la, g) for f in (True, False) for la in (True, False)}
+    phases = {
+        (f, la): step_phases(s, f, la, g, plan.out_t) for f in (True, False) for la in (True, False)
+    }
     pipe = Pipeline(kb, "a")
     tok = {n: kb.token(f"{pipe.tag}{n}") for n in ("kt", "sc", "pr", "ov", "od")}
     qo, ko, vo, oo = (Operand(x.buf, x.offset, x.strides) for x in (q, kt, v, out))
@@ -208,7 +210,7 @@ def emit_attention(
 
     def part_of(t: dict[str, Tile], rn: int, kn: int):
         def part(name: str, h: int) -> Tile:
-            return offset_tile(t[name], *part_region(s, name, h, rn, kn))
+            return offset_tile(t[name], *part_region(s, name, h, rn, kn, plan.out_t))
 
         return part
 
@@ -216,7 +218,7 @@ def emit_attention(
         """Emit `ops` of step st (the first waits on `wait`, the last signals `signal`);
         returns the indices of its first and last instruction."""
         t, part = st.tiles, part_of(st.tiles, st.rn, st.kn)
-        dims = tile_dims(s, st.rn, st.kn, g)
+        dims = tile_dims(s, st.rn, st.kn, g, plan.out_t)
         instrs: list[Instr] = []
         rescale = True
         for op in ops:
@@ -237,7 +239,7 @@ def emit_attention(
     def load_k(n: int) -> None:
         """The keys of step n (two steps ahead: their slot is free once turned)."""
         st = steps[n]
-        dims = tile_dims(s, st.rn, st.kn, g)
+        dims = tile_dims(s, st.rn, st.kn, g, plan.out_t)
         for name, ts in slots.items():  # per step, or per stream (q, statistics, output)
             j = n % 2 if name in PER_STEP else st.stream % 2
             st.tiles[name] = sub(ts[j], *dims[name])
@@ -266,7 +268,7 @@ def emit_attention(
         mpairs, vpairs = [], []
         for h, b in enumerate(st.bases):
             if mo is not None:
-                mrows = tile_dims(s, st.rn, st.kn, g)["mask"][0]
+                mrows = tile_dims(s, st.rn, st.kn, g, plan.out_t)["mask"][0]
                 stride = mask.strides[-2] if s.mask == MASK_FULL else st.kn  # type: ignore[union-attr]
                 ref = dram(mo, _at(mo, b["m"], st.r0, st.k0), mrows, st.kn, stride)
                 mpairs.append((part("mask", h), ref))
@@ -296,11 +298,16 @@ def emit_attention(
         """Softmax of step n (vector) and its second matmul (compute)."""
         st = steps[n]
         sm, mm2 = phases[(st.first, st.last)][2:4]
-        _, end = run(st, sm, overlap, (tok["sc"], *st.waits["m"]), (tok["pr"],))
+        vin = st.waits["v"] if plan.out_t else []  # v turned on the vector unit
+        _, end = run(st, sm, overlap, (tok["sc"], *st.waits["m"], *vin), (tok["pr"],))
         pipe.release(st.gens["m"], at=end)  # the mask read: the next may load
+        if plan.out_t:
+            pipe.release(st.gens["v"], at=end)
         done = tok["od"] if st.last else tok["ov"]
-        _, end = run(st, mm2, False, (tok["pr"], *st.waits["v"]), (done,))
-        pipe.release(st.gens["v"], at=end)
+        vin = [] if plan.out_t else st.waits["v"]
+        _, end = run(st, mm2, False, (tok["pr"], *vin), (done,))
+        if not plan.out_t:
+            pipe.release(st.gens["v"], at=end)
 
     def post(n: int) -> None:
         """Division of step n's output by the row sums (vector), then its store."""

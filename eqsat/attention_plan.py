@@ -97,6 +97,7 @@ class AttnPlan:
     rq: int  # query rows per block
     tk: int  # keys per block
     heads: int = 1  # batch indices per step, block-diagonal in one pair of matmuls
+    out_t: bool = False  # the second product transposed, head by head (`step_ops`)
 
 
 @dataclass(frozen=True)
@@ -115,10 +116,18 @@ class AttnOp:
     part: int | None = None  # one head's part of every tile (`part_region`), else whole
 
 
-def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[AttnOp]:
+def step_ops(
+    s: AttnShape, first: bool, last: bool, heads: int = 1, out_t: bool = False
+) -> list[AttnOp]:
     """The compute instructions of one key block, in order. With several heads per
     step the two matmuls and the elementwise passes cover all of them at once (kt and
-    v are block-diagonal); row reductions and per-row broadcasts go head by head."""
+    v are block-diagonal); row reductions and per-row broadcasts go head by head.
+
+    out_t: the second product transposed, o^T = v^T @ p^T head by head (the vector
+    unit turns p and v; the statistics' rescale broadcasts a turned alpha along rows;
+    the division turns o back). The array then streams dv rows with the keys deep and
+    the queries wide, instead of rq rows into dv columns: where dv fills half the
+    array's width (d = 64 on 128 columns) that halves the product's streaming."""
     hs = range(heads)
     ops: list[AttnOp] = []
     if s.transpose_k:
@@ -154,33 +163,57 @@ def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[Attn
             AttnOp("binary", "mul", "l", "l", "alpha"),
             AttnOp("binary", "add", "l", "l", "rs"),
         ]
-        ops += [AttnOp("binary", "mul", "oacc", "oacc", "alpha", bcast="col", part=h) for h in hs]
     mode = "overwrite" if first else "accumulate"
+    if out_t:
+        ops += [AttnOp("transpose", "transpose", t, n, part=h) for n, t in _TURNED for h in hs]
+        if not first:
+            ops.append(AttnOp("transpose", "transpose", "alphat", "alpha"))
+            ops += [
+                AttnOp("binary", "mul", "oacc", "oacc", "alphat", bcast="row", part=h) for h in hs
+            ]
+        ops += [AttnOp("matmul", "matmul", "oacc", "vt", "pt", mode=mode, part=h) for h in hs]
+        if last:
+            ops += [AttnOp("transpose", "transpose", "out", "oacc", part=h) for h in hs]
+            ops += [AttnOp("binary", "div", "out", "out", "l", bcast="col", part=h) for h in hs]
+        return ops
+    if not first:
+        ops += [AttnOp("binary", "mul", "oacc", "oacc", "alpha", bcast="col", part=h) for h in hs]
     ops.append(AttnOp("matmul", "matmul", "oacc", "s", "v", mode=mode))
     if last:
         ops += [AttnOp("binary", "div", "out", "oacc", "l", bcast="col", part=h) for h in hs]
     return ops
 
 
+_TURNED = (("s", "pt"), ("v", "vt"))  # out_t: p and v turned for the transposed product
+
+
 PHASES = ("pre", "mm1", "sm", "mm2", "post")  # of a step, alternately vector and compute
 
 
-def step_phases(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[list[AttnOp]]:
-    """`step_ops` cut at its two matmuls: [pre, mm1, sm, mm2, post] (PHASES), the
-    matmuls on the compute queue, the rest on the vector queue."""
-    ops = step_ops(s, first, last, heads)
-    i, j = (n for n, op in enumerate(ops) if op.kind == "matmul")
-    return [ops[:i], [ops[i]], ops[i + 1 : j], [ops[j]], ops[j + 1 :]]
+def step_phases(
+    s: AttnShape, first: bool, last: bool, heads: int = 1, out_t: bool = False
+) -> list[list[AttnOp]]:
+    """`step_ops` cut at its matmuls: [pre, mm1, sm, mm2, post] (PHASES), the matmuls
+    (the second product: one per head with out_t) on the compute queue, the rest on
+    the vector queue."""
+    ops = step_ops(s, first, last, heads, out_t)
+    idx = [n for n, op in enumerate(ops) if op.kind == "matmul"]
+    i, j, k = idx[0], idx[1], idx[-1]
+    return [ops[:i], [ops[i]], ops[i + 1 : j], ops[j : k + 1], ops[k + 1 :]]
 
 
 STATS = ("m", "mx", "alpha", "rs", "l")  # one f32 column per head
+F32_TILES = ("s", "pt", "alphat", *STATS)  # in SRAM whatever the operands' dtype
 
 
-def tile_dims(s: AttnShape, rn: int, kn: int, heads: int = 1) -> dict[str, tuple[int, int]]:
+def tile_dims(
+    s: AttnShape, rn: int, kn: int, heads: int = 1, out_t: bool = False
+) -> dict[str, tuple[int, int]]:
     """rows x cols of every named tile for a block of rn queries and kn keys of `heads`
-    heads side by side (kt and v block-diagonal)."""
+    heads side by side (kt and v block-diagonal; with out_t v side by side, turned
+    head by head into vt, p into pt, the output accumulated turned)."""
     g = heads
-    return {
+    dims = {
         "q": (rn, g * s.d),
         "k": (kn, g * s.d),
         "kt": (g * s.d, g * kn),
@@ -192,11 +225,25 @@ def tile_dims(s: AttnShape, rn: int, kn: int, heads: int = 1) -> dict[str, tuple
         "oacc": (rn, g * s.dv),
         "out": (rn, g * s.dv),
     }
+    if out_t:
+        dims |= {"v": (kn, g * s.dv), "vt": (g * s.dv, kn), "pt": (g * kn, rn)}
+        dims |= {"alphat": (g, rn), "oacc": (g * s.dv, rn)}
+    return dims
 
 
-def part_region(s: AttnShape, name: str, h: int, rn: int, kn: int) -> tuple[int, int, int, int]:
+def part_region(
+    s: AttnShape, name: str, h: int, rn: int, kn: int, out_t: bool = False
+) -> tuple[int, int, int, int]:
     """(row, col, rows, cols) of head h's part of tile `name`."""
     mr = 1 if s.mask == MASK_ROW else rn
+    if out_t and name in ("v", "vt", "pt", "alphat", "oacc"):
+        return {
+            "v": (0, h * s.dv, kn, s.dv),
+            "vt": (h * s.dv, 0, s.dv, kn),
+            "pt": (h * kn, 0, kn, rn),
+            "alphat": (h, 0, 1, rn),
+            "oacc": (h * s.dv, 0, s.dv, rn),
+        }[name]
     return {
         "q": (0, h * s.d, rn, s.d),
         "k": (0, h * s.d, kn, s.d),
@@ -223,11 +270,18 @@ def op_gemv(hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int
 
 
 def op_cycles(
-    hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int, int]], rn: int, kn: int
+    hw: Hardware,
+    s: AttnShape,
+    op: AttnOp,
+    dims: Mapping[str, tuple[int, int]],
+    rn: int,
+    kn: int,
+    out_t: bool = False,
 ) -> int:
     """What one instruction of the tile program costs (hwsim.timing)."""
     if op.part is not None:
-        dims = {n: part_region(s, n, op.part, rn, kn)[2:] for n in (op.dst, op.a)}
+        names = (op.dst, op.a, *([op.b] if op.b is not None else []))
+        dims = {**dims, **{n: part_region(s, n, op.part, rn, kn, out_t)[2:] for n in names}}
     rows, cols = dims[op.dst]
     if op.kind == "matmul":
         (m, k), (_, n) = dims[op.a], dims[op.b]  # type: ignore[index]
@@ -245,9 +299,10 @@ def op_cycles(
 def sram_tiles(s: AttnShape, plan: AttnPlan) -> list[tuple[str, int, int, int]]:
     """(name, rows, cols, slots) of the SRAM tiles the kernel allocates: two of each
     (loads double-buffered; steps and streams of the pipeline alternate)."""
-    dims = tile_dims(s, plan.rq, plan.tk, plan.heads)
+    dims = tile_dims(s, plan.rq, plan.tk, plan.heads, plan.out_t)
     names = ["q", "v", *(["k"] if s.transpose_k else []), "kt"]
     names += [*(["mask"] if s.mask != MASK_NONE else []), "s", *STATS, "out"]
+    names += ["vt", "pt", "alphat"] if plan.out_t else []
     return [(n, *dims[n], 2) for n in names]
 
 
@@ -260,7 +315,7 @@ def sram_bytes(s: AttnShape, plan: AttnPlan) -> int:
     isz = ITEMSIZE[s.dtype]
     total = 0
     for name, rows, cols, slots in sram_tiles(s, plan):
-        size = ACC_BYTES if name == "s" or name in STATS else isz
+        size = ACC_BYTES if name in F32_TILES else isz
         total += slots * _aligned(rows * cols * size)
     return total
 
@@ -304,20 +359,28 @@ def key_block_classes(t: int, tk: int) -> list[tuple[int, bool, bool, int]]:
 def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
     """Tiles whose off-diagonal blocks are zeroed once at the start of the kernel (a
     one-element load zero-pads the rest of its tile): both slots of the block-diagonal
-    kt and v."""
+    kt and v (v side by side with out_t)."""
     if plan.heads == 1:
         return []
-    return ["v", "v", "kt", "kt"]
+    return ["kt", "kt"] if plan.out_t else ["v", "v", "kt", "kt"]
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def phase_cycles(
-    hw: Hardware, s: AttnShape, rn: int, kn: int, first: bool, last: bool, heads: int
-) -> tuple[list[int], bool]:
+    hw: Hardware,
+    s: AttnShape,
+    rn: int,
+    kn: int,
+    first: bool,
+    last: bool,
+    heads: int,
+    out_t: bool = False,
+) -> tuple[tuple[int, ...], bool]:
     """Cycles of each phase (PHASES) of a step of rn queries and kn keys, and whether
     its matmuls run on the vector unit (op_gemv: one query row)."""
-    dims = tile_dims(s, rn, kn, heads)
-    phases = step_phases(s, first, last, heads)
-    cycles = [sum(op_cycles(hw, s, op, dims, rn, kn) for op in ph) for ph in phases]
+    dims = tile_dims(s, rn, kn, heads, out_t)
+    phases = step_phases(s, first, last, heads, out_t)
+    cycles = tuple(sum(op_cycles(hw, s, op, dims, rn, kn, out_t) for op in ph) for ph in phases)
     return cycles, op_gemv(hw, s, phases[1][0], dims)
 
 
@@ -331,10 +394,10 @@ def pipeline_stalls(hw: Hardware, s: AttnShape, plan: AttnPlan) -> int:
     for rn, qcount in tile_splits(s.s, plan.rq):
         streams = s.batch // plan.heads * qcount
 
-        def phases(i: int, rn: int = rn) -> list[int]:
+        def phases(i: int, rn: int = rn) -> tuple[int, ...]:
             i %= nk
             kn = min(plan.tk, s.t - i * plan.tk)
-            return phase_cycles(hw, s, rn, kn, i == 0, i == nk - 1, plan.heads)[0]
+            return phase_cycles(hw, s, rn, kn, i == 0, i == nk - 1, plan.heads, plan.out_t)[0]
 
         ends = sorted({*range(min(nk, 3)), *range(max(0, nk - 3), nk)})
         weights = {i: 1 for i in ends}
@@ -403,7 +466,7 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             blk *= g
             lq = sum(timing.dma_cycles(hw, b) for b in blk)
             lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
-            ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g)
+            ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g, plan.out_t)
             mm, vec = ph[1] + ph[3], ph[0] + ph[2] + ph[4]
             c = mm + vec if on_vector else max(mm, vec)
             floor += count * step_cycles(
@@ -425,7 +488,7 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
     if not pipelined(hw, s, plan):
         compute = busy[0] + busy[1]
     else:
-        ends = [phase_cycles(hw, s, *e, g)[0] for e in step_ends(s, plan)]
+        ends = [phase_cycles(hw, s, *e, g, plan.out_t)[0] for e in step_ends(s, plan)]
         head, second, prev, tail = ends[0], ends[1:2], ends[-2:-1], ends[-1]
         pre1 = second[0][0] if second and steps > 1 else 0
         prev_mm2, prev_post = (prev[0][3], prev[0][4]) if prev and steps > 1 else (0, 0)
@@ -474,13 +537,16 @@ def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
 
 def candidates(hw: Hardware, s: AttnShape) -> list[AttnPlan]:
     """Tile shapes that fit: powers of two (and the whole extent) of query rows and of
-    keys, down to one (wide heads on a small scratchpad), by heads per step."""
+    keys, down to one (wide heads on a small scratchpad), by heads per step, with the
+    second product as written or (f32) transposed."""
+    turns = (False, True) if s.dtype == "f32" else (False,)
     return [
         p
         for rq in pow2_multiples(1, s.s)
         for tk in pow2_multiples(1, s.t)
         for g in head_groups(hw, s, tk)
-        if fits(hw, s, p := AttnPlan(rq, tk, g))
+        for out_t in turns
+        if fits(hw, s, p := AttnPlan(rq, tk, g, out_t))
     ]
 
 

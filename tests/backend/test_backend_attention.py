@@ -149,12 +149,15 @@ def test_keys_tiled_with_whole_blocks_masked(fill):
 
 def test_bert_heads_fit_one_key_block_two_heads_a_step_on_datacenter():
     """BERT-base heads (d = 64) on the 128 x 128 array: two heads per step, block-
-    diagonal, one key block; one head a step where the array is 16 wide."""
+    diagonal, one key block, the second product transposed (64 value columns would
+    fill half the array's width); one head a step, as written, where the array is 16
+    wide."""
     g = _graph((1, 12), 128, 128, 64, 64)
     node = next(n for _, n in g if n.op == "attention")
     s = attention_shape([g.nodes[j].type for j in node.inputs], node.type, 0.125)
-    assert attention_plan(load_hardware("datacenter"), s) == AttnPlan(128, 128, 2)
-    assert attention_plan(load_hardware("edge"), s).heads == 1
+    assert attention_plan(load_hardware("datacenter"), s) == AttnPlan(128, 128, 2, out_t=True)
+    edge = attention_plan(load_hardware("edge"), s)
+    assert edge.heads == 1 and not edge.out_t
 
 
 @pytest.mark.parametrize("hw_name", MACHINES)
@@ -189,11 +192,12 @@ def test_plan_counts_the_emitted_instructions_and_cycles(hw_name, shape, mask):
     want = Counter()
     nq = -(-s_len // plan.rq) * s.batch // plan.heads
     for _, first, last in key_blocks(t, plan.tk):
-        for op in step_ops(s, first, last, plan.heads):
+        for op in step_ops(s, first, last, plan.heads, plan.out_t):
             name = {"matmul": "Matmul", "transpose": "Transpose", "move": "Move"}
             want[name.get(op.kind, op.kind.capitalize())] += nq
     assert kinds == want
-    assert sum(isinstance(i, Matmul) for i in instrs) == 2 * nq * len(key_blocks(t, plan.tk))
+    matmuls = 2 if not plan.out_t else 1 + plan.heads  # out_t: the second head by head
+    assert sum(isinstance(i, Matmul) for i in instrs) == matmuls * nq * len(key_blocks(t, plan.tk))
     sim = next(k.cycles for k in report.kernels if k.name.startswith("attention"))
     est = op_cost(hw, node.op, ts, node.type, node.attr_dict).cycles
     assert abs(est - sim) <= 0.1 * sim, (est, sim)
