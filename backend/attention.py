@@ -9,6 +9,11 @@ broadcast over the queries is one row per key block. Leading axes (batch, heads)
 broadcast with stride 0, so grouped-query k/v written as a broadcast view are read in
 place. Anything else is first copied row-major. Several heads per step (the plan's
 `heads`) are loaded side by side, each head's DMA into its part of the tile.
+
+The steps are software-pipelined over the compute and vector queues (the module doc of
+eqsat/attention_plan.py); every cross-queue read is ordered by a token (scores ready,
+probabilities ready, output accumulated, keys turned), and the loads go in the order
+their slots come free: keys two steps ahead, q, mask and v one.
 """
 
 from __future__ import annotations
