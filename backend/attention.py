@@ -9,20 +9,27 @@ broadcast over the queries is one row per key block. Leading axes (batch, heads)
 broadcast with stride 0, so grouped-query k/v written as a broadcast view are read in
 place. Anything else is first copied row-major. Several heads per step (the plan's
 `heads`) are loaded side by side, each head's DMA into its part of the tile.
+
+The steps are software-pipelined over the compute and vector queues (the module doc of
+eqsat/attention_plan.py); every cross-queue read is ordered by a token (scores ready,
+probabilities ready, output accumulated, keys turned), and the loads go in the order
+their slots come free: keys two steps ahead, q, mask and v one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from eqsat.attention_plan import (
+    F32_TILES,
     MASK_FULL,
     MASK_NONE,
     MASK_ROW,
-    STATS,
     AttnOp,
     AttnPlan,
     AttnShape,
@@ -30,8 +37,9 @@ from eqsat.attention_plan import (
     key_blocks,
     op_gemv,
     part_region,
+    pipelined,
     sram_tiles,
-    step_ops,
+    step_phases,
     tile_dims,
     zero_tiles,
 )
@@ -120,25 +128,46 @@ def _lead_offset(op: Operand, idx: tuple[int, ...]) -> int:
     return op.offset + sum(i * st for i, st in zip(idx, op.strides, strict=False))
 
 
-def _instr(op: AttnOp, t: dict[str, Tile], part) -> Instr:
+PER_STEP = ("k", "kt", "mask", "v", "sacc", "s", "vt", "pt")  # slots alternating step by step
+
+
+def _instr(op: AttnOp, t: dict[str, Tile], part, vector_queue: bool) -> Instr:
     """The hwsim instruction of one op of the tile program (`part(name, h)`: head h's
-    region of a tile)."""
+    region of a tile); a vector-unit op on the vector queue if `vector_queue`."""
 
     def tile(name: str) -> Tile:
         return t[name] if op.part is None else part(name, op.part)
 
+    vq = {"vector_queue": vector_queue}
     if op.kind == "matmul":
         return Matmul(acc=tile(op.dst), a=tile(op.a), b=tile(op.b), mode=op.mode)  # type: ignore[arg-type]
     if op.kind == "transpose":
-        return Transpose(dst=tile(op.dst), src=tile(op.a))
+        return Transpose(dst=tile(op.dst), src=tile(op.a), **vq)
     if op.kind == "move":
-        return Move(dst=tile(op.dst), src=tile(op.a))
+        return Move(dst=tile(op.dst), src=tile(op.a), **vq)
     if op.kind == "unary":
-        return Unary(op=op.op, dst=tile(op.dst), src=tile(op.a))
+        return Unary(op=op.op, dst=tile(op.dst), src=tile(op.a), **vq)
     if op.kind == "reduce":
-        return Reduce(op=op.op, dst=tile(op.dst), src=tile(op.a))
+        return Reduce(op=op.op, dst=tile(op.dst), src=tile(op.a), **vq)
     b = None if op.b is None else tile(op.b)
-    return Binary(op=op.op, dst=tile(op.dst), a=tile(op.a), b=b, imm=op.imm, bcast=op.bcast)
+    return Binary(op=op.op, dst=tile(op.dst), a=tile(op.a), b=b, imm=op.imm, bcast=op.bcast, **vq)
+
+
+@dataclass
+class _Step:
+    """One key block of one query block of one group of heads, as emitted."""
+
+    bases: list[dict[str, int]]  # per head: where its q, k, v, out (and mask) start
+    r0: int
+    rn: int
+    k0: int
+    kn: int
+    first: bool
+    last: bool
+    stream: int  # query block of a head group: the steps sharing q, statistics, output
+    tiles: dict[str, Tile] = field(default_factory=dict)
+    gens: dict[str, tuple | None] = field(default_factory=dict)  # k, m(ask), v channels
+    waits: dict[str, list[str]] = field(default_factory=dict)  # their loads' tokens
 
 
 def emit_attention(
@@ -152,18 +181,25 @@ def emit_attention(
     plan: AttnPlan,
 ) -> None:
     """out = attention over every leading index, as `plan` tiles it: `plan.heads`
-    leading indices per step, side by side (kt and v block-diagonal)."""
+    leading indices per step, side by side (kt and v block-diagonal), the steps
+    software-pipelined over the compute and vector queues (attention_plan's module
+    doc): in program order the loads, pre-phase and first matmul of step n + 1, then
+    the softmax and second matmul of step n, then the division and store of step n - 1."""
     g = plan.heads
     slots: dict[str, tuple[Tile, ...]] = {}
     for name, rows, cols, count in sram_tiles(s, plan):
-        dtype = "f32" if name == "s" or name in STATS else s.dtype
+        dtype = "f32" if name in F32_TILES else s.dtype
         slots[name] = tuple(kb.alloc(rows, cols, dtype) for _ in range(count))
-    slots["sacc"] = (kb.alloc(plan.rq, g * plan.tk, "f32", "acc"),)
-    slots["oacc"] = (kb.alloc(plan.rq, g * s.dv, "f32", "acc"),)
-    ops = {(f, la): step_ops(s, f, la, g) for f in (True, False) for la in (True, False)}
+    for name, cols in (("sacc", g * plan.tk), ("oacc", g * s.dv)):
+        slots[name] = tuple(kb.alloc(plan.rq, cols, "f32", "acc") for _ in range(2))
+    phases = {
+        (f, la): step_phases(s, f, la, g, plan.out_t) for f in (True, False) for la in (True, False)
+    }
     pipe = Pipeline(kb, "a")
+    tok = {n: kb.token(f"{pipe.tag}{n}") for n in ("kt", "sc", "pr", "ov", "od")}
     qo, ko, vo, oo = (Operand(x.buf, x.offset, x.strides) for x in (q, kt, v, out))
     mo = None if mask is None else Operand(mask.buf, mask.offset, mask.strides)
+    zero: list[str] = []
     names = zero_tiles(s, plan)
     if names:  # off-diagonal blocks: zero padding of a one-element load, once
         seen: dict[str, int] = {}
@@ -172,75 +208,175 @@ def emit_attention(
             j = seen.get(name, 0)
             seen[name] = j + 1
             pairs.append((slots[name][j], dram(qo, qo.offset, 1, 1, 1)))
-        pipe.load("z", pairs)
-    blocks = key_blocks(s.t, plan.tk)
+        zero = pipe.load("z", pairs, pend=False)[1]
+    steps = _steps(s, plan, out, [("q", qo), ("k", ko), ("v", vo), ("o", oo), ("m", mo)])
+    qgens: dict[int, tuple] = {}
+    overlap = pipelined(kb.hw, s, plan)
+
+    def part_of(t: dict[str, Tile], rn: int, kn: int):
+        def part(name: str, h: int) -> Tile:
+            return offset_tile(t[name], *part_region(s, name, h, rn, kn, plan.out_t))
+
+        return part
+
+    def run(st: _Step, ops: list[AttnOp], vector: bool, wait=(), signal=()) -> tuple[int, int]:
+        """Emit `ops` of step st (the first waits on `wait`, the last signals `signal`);
+        returns the indices of its first and last instruction."""
+        t, part = st.tiles, part_of(st.tiles, st.rn, st.kn)
+        dims = tile_dims(s, st.rn, st.kn, g, plan.out_t)
+        instrs: list[Instr] = []
+        rescale = True
+        for op in ops:
+            if op_gemv(kb.hw, s, op, dims):  # one query row: on the vector unit
+                instrs += gemv_step(kb.hw, t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
+            else:
+                ins = _instr(op, t, part, vector)
+                if rescale and op.dst == "oacc" and op.kind != "matmul":  # after mm2(n - 1)
+                    ins, rescale = dataclasses.replace(ins, wait=(tok["ov"],)), False
+                instrs.append(ins)
+        instrs[0] = dataclasses.replace(instrs[0], wait=(*instrs[0].wait, *wait))
+        instrs[-1] = dataclasses.replace(instrs[-1], signal=(*instrs[-1].signal, *signal))
+        start = len(kb.instrs)
+        for ins in instrs:
+            kb.emit(ins)
+        return start, len(kb.instrs) - 1
+
+    def load_k(n: int) -> None:
+        """The keys of step n (two steps ahead: their slot is free once turned)."""
+        st = steps[n]
+        dims = tile_dims(s, st.rn, st.kn, g, plan.out_t)
+        for name, ts in slots.items():  # per step, or per stream (q, statistics, output)
+            j = n % 2 if name in PER_STEP else st.stream % 2
+            st.tiles[name] = sub(ts[j], *dims[name])
+        st.tiles["q"] = sub(slots["q"][st.stream % 2], st.rn, g * s.d)
+        part = part_of(st.tiles, st.rn, st.kn)
+        pairs = []
+        for h, b in enumerate(st.bases):
+            if s.transpose_k:  # rows of k: [kn, d] at key k0, contiguous in d
+                ref = dram(ko, _at(ko, b["k"], 0, st.k0), st.kn, s.d, kt.strides[-1])
+                pairs.append((part("k", h), ref))
+            else:
+                ref = dram(ko, _at(ko, b["k"], 0, st.k0), s.d, st.kn, kt.strides[-2])
+                pairs.append((part("kt", h), ref))
+        st.gens["k"], st.waits["k"] = pipe.load("k", pairs, pend=False)
+
+    def load_rest(n: int) -> None:
+        """q (at a stream's first step), mask and v of step n (one step ahead)."""
+        st = steps[n]
+        part = part_of(st.tiles, st.rn, st.kn)
+        st.waits["q"] = []
+        if st.first:
+            qpairs = [
+                (part("q", h), _qref(qo, b, st.r0, st.rn, s, q)) for h, b in enumerate(st.bases)
+            ]
+            qgens[st.stream], st.waits["q"] = pipe.load("q", qpairs, pend=False)
+        mpairs, vpairs = [], []
+        for h, b in enumerate(st.bases):
+            if mo is not None:
+                mrows = tile_dims(s, st.rn, st.kn, g, plan.out_t)["mask"][0]
+                stride = mask.strides[-2] if s.mask == MASK_FULL else st.kn  # type: ignore[union-attr]
+                ref = dram(mo, _at(mo, b["m"], st.r0, st.k0), mrows, st.kn, stride)
+                mpairs.append((part("mask", h), ref))
+            ref = dram(vo, _at(vo, b["v"], st.k0, 0), st.kn, s.dv, v.strides[-2])
+            vpairs.append((part("v", h), ref))
+        for ch, pairs in (("m", mpairs), ("v", vpairs)):
+            st.gens[ch], st.waits[ch] = pipe.load(ch, pairs, pend=False)
+
+    def front(n: int) -> None:
+        """Step n's keys' transpose (vector) and first matmul (compute)."""
+        st = steps[n]
+        first_zero = zero if n == 0 else []
+        pre, mm1 = phases[(st.first, st.last)][:2]
+        if pre:  # keys turned on the vector unit: their slot is free after
+            _, end = run(st, pre, overlap, (*st.waits["k"], *first_zero), (tok["kt"],))
+            pipe.release(st.gens["k"], at=end)
+            wait = [tok["kt"], *st.waits["q"]]
+        else:
+            wait = [*st.waits["k"], *first_zero, *st.waits["q"]]
+        _, end = run(st, mm1, False, wait, (tok["sc"],))
+        if not pre:
+            pipe.release(st.gens["k"], at=end)
+        if st.last:  # the stream's last scores: its q slot is free
+            pipe.release(qgens.pop(st.stream), at=end)
+
+    def back(n: int) -> None:
+        """Softmax of step n (vector) and its second matmul (compute)."""
+        st = steps[n]
+        sm, mm2 = phases[(st.first, st.last)][2:4]
+        vin = st.waits["v"] if plan.out_t else []  # v turned on the vector unit
+        _, end = run(st, sm, overlap, (tok["sc"], *st.waits["m"], *vin), (tok["pr"],))
+        pipe.release(st.gens["m"], at=end)  # the mask read: the next may load
+        if plan.out_t:
+            pipe.release(st.gens["v"], at=end)
+        done = tok["od"] if st.last else tok["ov"]
+        vin = [] if plan.out_t else st.waits["v"]
+        _, end = run(st, mm2, False, (tok["pr"], *vin), (done,))
+        if not plan.out_t:
+            pipe.release(st.gens["v"], at=end)
+
+    def post(n: int) -> None:
+        """Division of step n's output by the row sums (vector), then its store."""
+        st = steps[n]
+        st.tiles["out"] = sub(slots["out"][pipe.out_slot()], st.rn, g * s.dv)
+        free = pipe.begin_out(pend=False)
+        ops = phases[(st.first, st.last)][4]
+        _, end = run(st, ops, overlap, (tok["od"], *free))
+        part = part_of(st.tiles, st.rn, st.kn)
+        pipe.store(
+            [
+                (dram(oo, _at(oo, b["o"], st.r0, 0), st.rn, s.dv, out.strides[-2]), part("out", h))
+                for h, b in enumerate(st.bases)
+            ],
+            at=end,
+        )
+
+    # loads in the order their slots come free: keys two steps ahead, the rest one
+    n_steps = len(steps)
+    load_k(0)
+    load_rest(0)
+    if n_steps > 1:
+        load_k(1)
+    if not overlap:  # one queue: step after step
+        for n in range(n_steps):
+            if n + 2 < n_steps:
+                load_k(n + 2)
+            if n + 1 < n_steps:
+                load_rest(n + 1)
+            front(n)
+            back(n)
+            if steps[n].last:
+                post(n)
+        return
+    front(0)
+    for n in range(n_steps):
+        if n + 2 < n_steps:
+            load_k(n + 2)
+        if n + 1 < n_steps:
+            load_rest(n + 1)
+            front(n + 1)
+        back(n)
+        if n >= 1 and steps[n - 1].last:
+            post(n - 1)
+    post(n_steps - 1)
+
+
+def _steps(s: AttnShape, plan: AttnPlan, out: View, operands) -> list[_Step]:
+    """The steps in the order they run: head groups, query blocks, key blocks."""
     lead = out.shape[:-2]
     heads = list(itertools.product(*(range(n) for n in lead)))
-    for g0 in range(0, len(heads), g):
-        group = heads[g0 : g0 + g]
+    steps, stream = [], 0
+    for g0 in range(0, len(heads), plan.heads):
         bases = [
-            {n: _lead_offset(x, idx) for n, x in (("q", qo), ("k", ko), ("v", vo), ("o", oo))}
-            | ({"m": _lead_offset(mo, idx)} if mo is not None else {})
-            for idx in group
+            {n: _lead_offset(x, idx) for n, x in operands if x is not None}
+            for idx in heads[g0 : g0 + plan.heads]
         ]
         for r0 in range(0, s.s, plan.rq):
-            rn = min(plan.rq, s.s - r0)
-            qt = sub(slots["q"][pipe.slot("q")], rn, g * s.d)
-            qgen, _ = pipe.load(
-                "q",
-                [
-                    (offset_tile(qt, *part_region(s, "q", h, rn, 0)), _qref(qo, b, r0, rn, s, q))
-                    for h, b in enumerate(bases)
-                ],
-            )
-            k0 = 0
-            for kn, first, last in blocks:
-                dims = tile_dims(s, rn, kn, g)
-                slot = pipe.slot("kv")
-                t = {n: sub(ts[slot % len(ts)], *dims[n]) for n, ts in slots.items()}
-                t["q"] = qt
-                if last:
-                    pipe.begin_out()
-                    t["out"] = sub(slots["out"][pipe.out_slot()], *dims["out"])
-
-                def part(name: str, h: int, t=t, rn=rn, kn=kn) -> Tile:
-                    return offset_tile(t[name], *part_region(s, name, h, rn, kn))
-
-                pairs = []
-                for h, b in enumerate(bases):
-                    if s.transpose_k:  # rows of k: [kn, d] at key k0, contiguous in d
-                        ref = dram(ko, _at(ko, b["k"], 0, k0), kn, s.d, kt.strides[-1])
-                        pairs.append((part("k", h), ref))
-                    else:
-                        ref = dram(ko, _at(ko, b["k"], 0, k0), s.d, kn, kt.strides[-2])
-                        pairs.append((part("kt", h), ref))
-                    ref = dram(vo, _at(vo, b["v"], k0, 0), kn, s.dv, v.strides[-2])
-                    pairs.append((part("v", h), ref))
-                    if mo is not None:
-                        mrows = dims["mask"][0]
-                        stride = mask.strides[-2] if s.mask == MASK_FULL else kn  # type: ignore[union-attr]
-                        ref = dram(mo, _at(mo, b["m"], r0, k0), mrows, kn, stride)
-                        pairs.append((part("mask", h), ref))
-                gen, _ = pipe.load("kv", pairs)
-                instrs: list[Instr] = []
-                for op in ops[(first, last)]:
-                    if op_gemv(kb.hw, s, op, dims):  # one query row: on the vector unit
-                        instrs += gemv_step(kb.hw, t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
-                    else:
-                        instrs.append(_instr(op, t, part))
-                pipe.compute(instrs)
-                pipe.release(gen)
+            rn, k0 = min(plan.rq, s.s - r0), 0
+            for kn, first, last in key_blocks(s.t, plan.tk):
+                steps.append(_Step(bases, r0, rn, k0, kn, first, last, stream))
                 k0 += kn
-            pipe.release(qgen)
-            pipe.store(
-                [
-                    (
-                        dram(oo, _at(oo, b["o"], r0, 0), rn, s.dv, out.strides[-2]),
-                        part("out", h),
-                    )
-                    for h, b in enumerate(bases)
-                ]
-            )
+            stream += 1
+    return steps
 
 
 def _qref(qo: Operand, base: dict[str, int], r0: int, rn: int, s: AttnShape, q: View):

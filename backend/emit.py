@@ -86,8 +86,12 @@ class KernelBuilder:
     def signal_last_compute(self, token: str) -> None:
         if self.last_compute < 0:
             raise AssertionError("no compute instruction to signal from")
-        ins = self.instrs[self.last_compute]
-        self.instrs[self.last_compute] = dataclasses.replace(ins, signal=(*ins.signal, token))
+        self.signal_at(self.last_compute, token)
+
+    def signal_at(self, index: int, token: str) -> None:
+        """Instruction `index` also signals `token` when it completes."""
+        ins = self.instrs[index]
+        self.instrs[index] = dataclasses.replace(ins, signal=(*ins.signal, token))
 
 
 def sub(tile: Tile, rows: int, cols: int) -> Tile:
@@ -161,26 +165,40 @@ class Pipeline:
         for ins in instrs[1:]:
             self.kb.emit(ins)
 
-    def release(self, gen) -> None:
-        """Compute is done with this generation (signal from the last compute so far)."""
+    def release(self, gen, at: int | None = None) -> None:
+        """Compute is done with this generation (signal from the last compute so far, or
+        from instruction `at`: a last reader on the vector queue)."""
         if gen is not None:
             ch, g = gen
-            self.kb.signal_last_compute(self._tok("f", ch, g % 2))
+            tok = self._tok("f", ch, g % 2)
+            if at is None:
+                self.kb.signal_last_compute(tok)
+            else:
+                self.kb.signal_at(at, tok)
 
     def out_slot(self) -> int:
         return self.out_gen % self.nout
 
-    def begin_out(self) -> None:
+    def begin_out(self, pend: bool = True) -> list[str]:
         """The next compute instruction writes the output slot: wait until it was stored
         (with one output slot, the store of the previous tile still overlaps the next
-        tile's main loop; only its epilogue waits)."""
-        if self.out_gen >= self.nout:
-            self.pending.append(self._tok("o", "", self.out_gen % self.nout))
+        tile's main loop; only its epilogue waits). pend=False: return the token for the
+        caller to wait on (a writer on the vector queue) instead."""
+        if self.out_gen < self.nout:
+            return []
+        tok = self._tok("o", "", self.out_gen % self.nout)
+        if pend:
+            self.pending.append(tok)
+        return [tok]
 
-    def store(self, pairs: list[tuple[DramRef, Tile]]) -> None:
+    def store(self, pairs: list[tuple[DramRef, Tile]], at: int | None = None) -> None:
+        """Store the output slot after the last compute so far (or instruction `at`)."""
         slot = self.out_gen % self.nout
         ready, free = self._tok("s", "", slot), self._tok("o", "", slot)
-        self.kb.signal_last_compute(ready)
+        if at is None:
+            self.kb.signal_last_compute(ready)
+        else:
+            self.kb.signal_at(at, ready)
         for j, (ref, tile) in enumerate(pairs):
             wait = (ready,) if j == 0 else ()
             signal = (free,) if j == len(pairs) - 1 else ()

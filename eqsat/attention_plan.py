@@ -29,7 +29,21 @@ one-element load), so one matmul instruction pays the array's fill and drain for
 heads; the row reductions and per-row broadcasts then go head by head over strided
 parts of the tiles (`part_region`).
 
-The tile program is data (`step_ops`: ops over named tiles): the backend emits it one
+The steps are software-pipelined over the two instruction streams of the machine: the
+two matmuls of a step go to the compute queue (the array), everything between and
+around them to the vector queue (`step_phases`), and the compute queue runs a step
+ahead (the scores of step n + 1 while the vector unit does step n's softmax):
+
+    compute: mm1(0) | mm1(1) mm2(0) | mm1(2) mm2(1) | ...
+    vector:  pre(0) | pre(1) sm(0)  | pre(2) sm(1) post(0) | ...
+
+so the softmax passes hide behind the matmuls of the neighbouring steps (or the
+other way round where the vector unit is the busier: a narrow array). Scores,
+probabilities, transposed keys, statistics and the output accumulator have two slots
+(steps and streams alternate), and the keys' and values' channels are released by
+their last reader (the softmax, the second matmul) so the next loads start early.
+
+The tile program is data (`step_phases`: ops over named tiles): the backend emits it one
 to one and `attention_loop` prices the same list with hwsim.timing, so the cost model
 prices the plan the backend runs. The tile shape (query rows, keys, heads per step)
 minimising that price is chosen among those whose tiles fit SRAM and the accumulator.
@@ -83,6 +97,7 @@ class AttnPlan:
     rq: int  # query rows per block
     tk: int  # keys per block
     heads: int = 1  # batch indices per step, block-diagonal in one pair of matmuls
+    out_t: bool = False  # the second product transposed, head by head (`step_ops`)
 
 
 @dataclass(frozen=True)
@@ -101,10 +116,18 @@ class AttnOp:
     part: int | None = None  # one head's part of every tile (`part_region`), else whole
 
 
-def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[AttnOp]:
+def step_ops(
+    s: AttnShape, first: bool, last: bool, heads: int = 1, out_t: bool = False
+) -> list[AttnOp]:
     """The compute instructions of one key block, in order. With several heads per
     step the two matmuls and the elementwise passes cover all of them at once (kt and
-    v are block-diagonal); row reductions and per-row broadcasts go head by head."""
+    v are block-diagonal); row reductions and per-row broadcasts go head by head.
+
+    out_t: the second product transposed, o^T = v^T @ p^T head by head (the vector
+    unit turns p and v; the statistics' rescale broadcasts a turned alpha along rows;
+    the division turns o back). The array then streams dv rows with the keys deep and
+    the queries wide, instead of rq rows into dv columns: where dv fills half the
+    array's width (d = 64 on 128 columns) that halves the product's streaming."""
     hs = range(heads)
     ops: list[AttnOp] = []
     if s.transpose_k:
@@ -140,22 +163,57 @@ def step_ops(s: AttnShape, first: bool, last: bool, heads: int = 1) -> list[Attn
             AttnOp("binary", "mul", "l", "l", "alpha"),
             AttnOp("binary", "add", "l", "l", "rs"),
         ]
-        ops += [AttnOp("binary", "mul", "oacc", "oacc", "alpha", bcast="col", part=h) for h in hs]
     mode = "overwrite" if first else "accumulate"
+    if out_t:
+        ops += [AttnOp("transpose", "transpose", t, n, part=h) for n, t in _TURNED for h in hs]
+        if not first:
+            ops.append(AttnOp("transpose", "transpose", "alphat", "alpha"))
+            ops += [
+                AttnOp("binary", "mul", "oacc", "oacc", "alphat", bcast="row", part=h) for h in hs
+            ]
+        ops += [AttnOp("matmul", "matmul", "oacc", "vt", "pt", mode=mode, part=h) for h in hs]
+        if last:
+            ops += [AttnOp("transpose", "transpose", "out", "oacc", part=h) for h in hs]
+            ops += [AttnOp("binary", "div", "out", "out", "l", bcast="col", part=h) for h in hs]
+        return ops
+    if not first:
+        ops += [AttnOp("binary", "mul", "oacc", "oacc", "alpha", bcast="col", part=h) for h in hs]
     ops.append(AttnOp("matmul", "matmul", "oacc", "s", "v", mode=mode))
     if last:
         ops += [AttnOp("binary", "div", "out", "oacc", "l", bcast="col", part=h) for h in hs]
     return ops
 
 
+_TURNED = (("s", "pt"), ("v", "vt"))  # out_t: p and v turned for the transposed product
+
+
+PHASES = ("pre", "mm1", "sm", "mm2", "post")  # of a step, alternately vector and compute
+
+
+def step_phases(
+    s: AttnShape, first: bool, last: bool, heads: int = 1, out_t: bool = False
+) -> list[list[AttnOp]]:
+    """`step_ops` cut at its matmuls: [pre, mm1, sm, mm2, post] (PHASES), the matmuls
+    (the second product: one per head with out_t) on the compute queue, the rest on
+    the vector queue."""
+    ops = step_ops(s, first, last, heads, out_t)
+    idx = [n for n, op in enumerate(ops) if op.kind == "matmul"]
+    i, j, k = idx[0], idx[1], idx[-1]
+    return [ops[:i], [ops[i]], ops[i + 1 : j], ops[j : k + 1], ops[k + 1 :]]
+
+
 STATS = ("m", "mx", "alpha", "rs", "l")  # one f32 column per head
+F32_TILES = ("s", "pt", "alphat", *STATS)  # in SRAM whatever the operands' dtype
 
 
-def tile_dims(s: AttnShape, rn: int, kn: int, heads: int = 1) -> dict[str, tuple[int, int]]:
+def tile_dims(
+    s: AttnShape, rn: int, kn: int, heads: int = 1, out_t: bool = False
+) -> dict[str, tuple[int, int]]:
     """rows x cols of every named tile for a block of rn queries and kn keys of `heads`
-    heads side by side (kt and v block-diagonal)."""
+    heads side by side (kt and v block-diagonal; with out_t v side by side, turned
+    head by head into vt, p into pt, the output accumulated turned)."""
     g = heads
-    return {
+    dims = {
         "q": (rn, g * s.d),
         "k": (kn, g * s.d),
         "kt": (g * s.d, g * kn),
@@ -167,11 +225,25 @@ def tile_dims(s: AttnShape, rn: int, kn: int, heads: int = 1) -> dict[str, tuple
         "oacc": (rn, g * s.dv),
         "out": (rn, g * s.dv),
     }
+    if out_t:
+        dims |= {"v": (kn, g * s.dv), "vt": (g * s.dv, kn), "pt": (g * kn, rn)}
+        dims |= {"alphat": (g, rn), "oacc": (g * s.dv, rn)}
+    return dims
 
 
-def part_region(s: AttnShape, name: str, h: int, rn: int, kn: int) -> tuple[int, int, int, int]:
+def part_region(
+    s: AttnShape, name: str, h: int, rn: int, kn: int, out_t: bool = False
+) -> tuple[int, int, int, int]:
     """(row, col, rows, cols) of head h's part of tile `name`."""
     mr = 1 if s.mask == MASK_ROW else rn
+    if out_t and name in ("v", "vt", "pt", "alphat", "oacc"):
+        return {
+            "v": (0, h * s.dv, kn, s.dv),
+            "vt": (h * s.dv, 0, s.dv, kn),
+            "pt": (h * kn, 0, kn, rn),
+            "alphat": (h, 0, 1, rn),
+            "oacc": (h * s.dv, 0, s.dv, rn),
+        }[name]
     return {
         "q": (0, h * s.d, rn, s.d),
         "k": (0, h * s.d, kn, s.d),
@@ -198,11 +270,18 @@ def op_gemv(hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int
 
 
 def op_cycles(
-    hw: Hardware, s: AttnShape, op: AttnOp, dims: Mapping[str, tuple[int, int]], rn: int, kn: int
+    hw: Hardware,
+    s: AttnShape,
+    op: AttnOp,
+    dims: Mapping[str, tuple[int, int]],
+    rn: int,
+    kn: int,
+    out_t: bool = False,
 ) -> int:
     """What one instruction of the tile program costs (hwsim.timing)."""
     if op.part is not None:
-        dims = {n: part_region(s, n, op.part, rn, kn)[2:] for n in (op.dst, op.a)}
+        names = (op.dst, op.a, *([op.b] if op.b is not None else []))
+        dims = {**dims, **{n: part_region(s, n, op.part, rn, kn, out_t)[2:] for n in names}}
     rows, cols = dims[op.dst]
     if op.kind == "matmul":
         (m, k), (_, n) = dims[op.a], dims[op.b]  # type: ignore[index]
@@ -218,19 +297,13 @@ def op_cycles(
 
 
 def sram_tiles(s: AttnShape, plan: AttnPlan) -> list[tuple[str, int, int, int]]:
-    """(name, rows, cols, slots) of the SRAM tiles the kernel allocates."""
-    dims = tile_dims(s, plan.rq, plan.tk, plan.heads)
-    tiles = [("q", *dims["q"], 2), ("v", *dims["v"], 2)]
-    if s.transpose_k:
-        tiles += [("k", *dims["k"], 2), ("kt", *dims["kt"], 1)]
-    else:
-        tiles.append(("kt", *dims["kt"], 2))
-    if s.mask != MASK_NONE:
-        tiles.append(("mask", *dims["mask"], 2))
-    tiles.append(("s", *dims["s"], 1))
-    tiles += [(n, *dims[n], 1) for n in ("m", "mx", "alpha", "rs", "l")]
-    tiles.append(("out", *dims["out"], 2))
-    return tiles
+    """(name, rows, cols, slots) of the SRAM tiles the kernel allocates: two of each
+    (loads double-buffered; steps and streams of the pipeline alternate)."""
+    dims = tile_dims(s, plan.rq, plan.tk, plan.heads, plan.out_t)
+    names = ["q", "v", *(["k"] if s.transpose_k else []), "kt"]
+    names += [*(["mask"] if s.mask != MASK_NONE else []), "s", *STATS, "out"]
+    names += ["vt", "pt", "alphat"] if plan.out_t else []
+    return [(n, *dims[n], 2) for n in names]
 
 
 def _aligned(nbytes: int) -> int:
@@ -242,14 +315,16 @@ def sram_bytes(s: AttnShape, plan: AttnPlan) -> int:
     isz = ITEMSIZE[s.dtype]
     total = 0
     for name, rows, cols, slots in sram_tiles(s, plan):
-        size = ACC_BYTES if name == "s" or name in STATS else isz
+        size = ACC_BYTES if name in F32_TILES else isz
         total += slots * _aligned(rows * cols * size)
     return total
 
 
 def acc_bytes(s: AttnShape, plan: AttnPlan) -> int:
+    """Two slots each of the scores and the output accumulators."""
     g = plan.heads
-    return _aligned(plan.rq * g * plan.tk * ACC_BYTES) + _aligned(plan.rq * g * s.dv * ACC_BYTES)
+    one = _aligned(plan.rq * g * plan.tk * ACC_BYTES) + _aligned(plan.rq * g * s.dv * ACC_BYTES)
+    return 2 * one
 
 
 def fits(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
@@ -283,22 +358,96 @@ def key_block_classes(t: int, tk: int) -> list[tuple[int, bool, bool, int]]:
 
 def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
     """Tiles whose off-diagonal blocks are zeroed once at the start of the kernel (a
-    one-element load zero-pads the rest of its tile): the block-diagonal kt and v."""
+    one-element load zero-pads the rest of its tile): both slots of the block-diagonal
+    kt and v (v side by side with out_t)."""
     if plan.heads == 1:
         return []
-    return ["v", "v", "kt"] + (["kt"] if not s.transpose_k else [])
+    return ["kt", "kt"] if plan.out_t else ["v", "v", "kt", "kt"]
 
 
-def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int]:
+@functools.lru_cache(maxsize=1 << 14)
+def phase_cycles(
+    hw: Hardware,
+    s: AttnShape,
+    rn: int,
+    kn: int,
+    first: bool,
+    last: bool,
+    heads: int,
+    out_t: bool = False,
+) -> tuple[tuple[int, ...], bool]:
+    """Cycles of each phase (PHASES) of a step of rn queries and kn keys, and whether
+    its matmuls run on the vector unit (op_gemv: one query row)."""
+    dims = tile_dims(s, rn, kn, heads, out_t)
+    phases = step_phases(s, first, last, heads, out_t)
+    cycles = tuple(sum(op_cycles(hw, s, op, dims, rn, kn, out_t) for op in ph) for ph in phases)
+    return cycles, op_gemv(hw, s, phases[1][0], dims)
+
+
+def pipeline_stalls(hw: Hardware, s: AttnShape, plan: AttnPlan) -> int:
+    """Cycles the compute queue waits for a softmax: step n's runs between its first
+    matmul and its second, while the compute queue has only the second matmul of step
+    n - 1 and the first of step n + 1 to do (key blocks of one stream, the streams one
+    after another). Long streams: the three blocks at either end and one in the middle
+    stand for the rest."""
+    nk, total = -(-s.t // plan.tk), 0
+    for rn, qcount in tile_splits(s.s, plan.rq):
+        streams = s.batch // plan.heads * qcount
+
+        def phases(i: int, rn: int = rn) -> tuple[int, ...]:
+            i %= nk
+            kn = min(plan.tk, s.t - i * plan.tk)
+            return phase_cycles(hw, s, rn, kn, i == 0, i == nk - 1, plan.heads, plan.out_t)[0]
+
+        ends = sorted({*range(min(nk, 3)), *range(max(0, nk - 3), nk)})
+        weights = {i: 1 for i in ends}
+        if nk > 6:
+            weights[3] = nk - 6
+        for i, w in weights.items():
+            stall = phases(i)[2] - phases(i - 1)[3] - phases(i + 1)[1]
+            total += streams * w * max(0, stall)
+    return total
+
+
+def pipelined(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
+    """Whether the steps overlap on the two queues: not where the matmuls run on the
+    vector unit too (one query row, op_gemv), which then takes every step in turn."""
+    dims = tile_dims(s, min(plan.rq, s.s), min(plan.tk, s.t), plan.heads)
+    return not op_gemv(hw, s, step_phases(s, True, True, plan.heads)[1][0], dims)
+
+
+def step_ends(s: AttnShape, plan: AttnPlan) -> list[tuple[int, int, bool, bool]]:
+    """(rn, kn, first, last) of the first two and the last two steps in the order the
+    backend runs them (head groups, query blocks, key blocks); fewer when there are
+    fewer steps."""
+    nq, nk = -(-s.s // plan.rq), -(-s.t // plan.tk)
+    n = s.batch // plan.heads * nq * nk
+
+    def step(i: int) -> tuple[int, int, bool, bool]:
+        r, b = i // nk % nq, i % nk
+        kn = min(plan.tk, s.t - b * plan.tk)
+        return min(plan.rq, s.s - r * plan.rq), kn, b == 0, b == nk - 1
+
+    return [step(i) for i in sorted({*range(min(n, 2)), *range(max(0, n - 2), n)})]
+
+
+def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int, int, int]:
     """The kernel's instructions summed (backend/attention.py emits them): per query
     block of a group of heads one q load and one store per head, per key block the k,
-    v (and mask) loads of each head and the tile program. Returns the loop and its
-    matrix-unit cycles."""
+    v (and mask) loads of each head and the tile program. The compute time is the
+    pipeline's (module doc): the busier of the two queues over the whole loop, plus
+    what it waits for at the ends (the compute queue: the first keys' transpose, the
+    last softmax where it outlasts the previous step's second matmul, the last division;
+    the vector queue: the first scores, the last second matmul). Where the matmuls run
+    on the vector unit (one query row) nothing overlaps: the sum. Returns the loop, its
+    matrix-unit and vector-unit cycles, and the queue cycles of the DMAs at its ends
+    (the zero tiles, keys and queries the first step waits for; the last store)."""
     isz, g = ITEMSIZE[s.dtype], plan.heads
     zeros = len(zero_tiles(s, plan))
     loads, load_cycles = zeros, zeros * timing.dma_cycles(hw, isz)
     transfer, dram = zeros * timing.dma_transfer_cycles(hw, isz), zeros * isz
-    steps = compute = matrix = store_cycles = stores = 0
+    steps = matrix = vector = store_cycles = stores = 0
+    busy = [0, 0]  # compute queue, vector queue
     floor = 0.0
     blocks = key_block_classes(s.t, plan.tk)
     for rn, qcount in tile_splits(s.s, plan.rq):
@@ -309,7 +458,6 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         store_cycles += qblocks * sq
         for kn, first, last, kcount in blocks:
             count = qblocks * kcount
-            dims = tile_dims(s, rn, kn, g)
             blk = [kn * s.d * isz, kn * s.dv * isz]
             if s.mask != MASK_NONE:
                 blk.append((1 if s.mask == MASK_ROW else rn) * kn * isz)
@@ -318,24 +466,36 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
             blk *= g
             lq = sum(timing.dma_cycles(hw, b) for b in blk)
             lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
-            ops = step_ops(s, first, last, g)
-            cyc = [op_cycles(hw, s, op, dims, rn, kn) for op in ops]
-            c = sum(cyc)
-            mx = sum(
-                x
-                for op, x in zip(ops, cyc, strict=True)
-                if op.kind == "matmul" and not op_gemv(hw, s, op, dims)
-            )
+            ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g, plan.out_t)
+            mm, vec = ph[1] + ph[3], ph[0] + ph[2] + ph[4]
+            c = mm + vec if on_vector else max(mm, vec)
             floor += count * step_cycles(
                 hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
             )
             steps += count
-            compute += count * c
-            matrix += count * mx
+            busy[0] += count * mm
+            busy[1] += count * vec
+            matrix += 0 if on_vector else count * mm
+            vector += count * (vec + (mm if on_vector else 0))
             loads += count * len(blk)
             load_cycles += count * lq
             transfer += count * (lx + (sx if last else 0))
             dram += count * (sum(blk) + (g * o_bytes if last else 0))
+    rn0, rn1 = min(plan.rq, s.s), s.s - (-(-s.s // plan.rq) - 1) * plan.rq
+    first = [min(plan.tk, s.t) * s.d * isz, rn0 * s.d * isz] * g
+    edge_dma = zeros * timing.dma_cycles(hw, isz) + sum(timing.dma_cycles(hw, b) for b in first)
+    edge_dma += g * timing.dma_cycles(hw, rn1 * s.dv * isz)
+    if not pipelined(hw, s, plan):
+        compute = busy[0] + busy[1]
+    else:
+        ends = [phase_cycles(hw, s, *e, g, plan.out_t)[0] for e in step_ends(s, plan)]
+        head, second, prev, tail = ends[0], ends[1:2], ends[-2:-1], ends[-1]
+        pre1 = second[0][0] if second and steps > 1 else 0
+        prev_mm2, prev_post = (prev[0][3], prev[0][4]) if prev and steps > 1 else (0, 0)
+        on_compute = head[0] + busy[0] + max(0, tail[2] - prev_mm2) + tail[4]
+        on_compute += pipeline_stalls(hw, s, plan)
+        on_vq = busy[1] + max(0, head[1] - pre1) + max(0, tail[3] - prev_post)
+        compute = max(on_compute, on_vq)
     work = LoopWork(
         steps,
         compute,
@@ -348,7 +508,18 @@ def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork
         1,
         math.ceil(floor),
     )
-    return work, matrix
+    return work, matrix, vector, edge_dma
+
+
+def attention_cycles(hw: Hardware, s: AttnShape, plan: AttnPlan) -> KernelCost:
+    """The kernel's price: the launch; the loads the first step waits for and their
+    latency; the pipeline (compute, or the DMA where that is the busier); the last
+    store and its latency."""
+    work, matrix, vector, edge_dma = attention_loop(hw, s, plan)
+    cost = loop_cycles(hw, work)
+    body = max(work.compute, cost.dma_cycles, work.floor)
+    cycles = hw.launch_cycles + body + edge_dma + 2 * hw.dram_latency_cycles
+    return replace(cost, cycles=cycles, matrix_cycles=matrix, vector_cycles=vector)
 
 
 def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
@@ -366,13 +537,16 @@ def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
 
 def candidates(hw: Hardware, s: AttnShape) -> list[AttnPlan]:
     """Tile shapes that fit: powers of two (and the whole extent) of query rows and of
-    keys, down to one (wide heads on a small scratchpad), by heads per step."""
+    keys, down to one (wide heads on a small scratchpad), by heads per step, with the
+    second product as written or (f32) transposed."""
+    turns = (False, True) if s.dtype == "f32" else (False,)
     return [
         p
         for rq in pow2_multiples(1, s.s)
         for tk in pow2_multiples(1, s.t)
         for g in head_groups(hw, s, tk)
-        if fits(hw, s, p := AttnPlan(rq, tk, g))
+        for out_t in turns
+        if fits(hw, s, p := AttnPlan(rq, tk, g, out_t))
     ]
 
 
@@ -381,7 +555,7 @@ def attention_plan(hw: Hardware, s: AttnShape) -> AttnPlan | None:
     """The cheapest fitting tile shape by the timing formulas, or None if none fits."""
     best, best_cycles = None, math.inf
     for plan in candidates(hw, s):
-        cycles = loop_cycles(hw, attention_loop(hw, s, plan)[0]).cycles
+        cycles = attention_cycles(hw, s, plan).cycles
         if cycles < best_cycles:
             best, best_cycles = plan, cycles
     return best
@@ -424,6 +598,4 @@ def attention_cost(
     if plan is None:
         nbytes = sum(t.nbytes for t in in_types) + out.nbytes
         return KernelCost(unrunnable, 0, 0, 0, 0, nbytes, feasible=False)
-    work, matrix = attention_loop(hw, s, plan)
-    cost = loop_cycles(hw, work)
-    return replace(cost, matrix_cycles=matrix, vector_cycles=cost.compute_cycles - matrix)
+    return attention_cycles(hw, s, plan)

@@ -111,12 +111,12 @@ _OPTIONS = {
     "store": (),
     "matmul": ("mode",),
     "move": ("act", "queue"),
-    "unary": (),
+    "unary": ("queue",),
     "binary": ("bcast", "queue"),
     "fma": ("queue",),
     "select": (),
-    "reduce": (),
-    "transpose": (),
+    "reduce": ("queue",),
+    "transpose": ("queue",),
     "requantize": ("mult", "shift", "zp", "round"),
     "kernel": (),
     "custom": (),
@@ -298,7 +298,7 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
     if op == "unary":
         imm = len(srcs) == 2
         src, *rest = _want(at, srcs, "tn" if imm else "t", "source", col)
-        return Unary(op=sub, dst=dst, src=src, imm=rest[0] if imm else None, **deps)
+        return Unary(op=sub, dst=dst, src=src, imm=rest[0] if imm else None, **kw, **deps)
     if op == "binary":
         imm = len(srcs) == 2 and isinstance(srcs[1][0], float)
         a, b = _want(at, srcs, "tn" if imm else "tt", "source", col)
@@ -322,9 +322,9 @@ def _build(op: str, sub: str, dsts: list, srcs: list, kw: dict, at: _Line, col: 
         return Fma(dst=dst, a=a, b=tb, c=tc, imm_b=ib, imm_c=ic, **kw, **deps)
     (src,) = _want(at, srcs, "t", "source", col)
     if op == "reduce":
-        return Reduce(op=sub, dst=dst, src=src, **deps)
+        return Reduce(op=sub, dst=dst, src=src, **kw, **deps)
     if op == "transpose":
-        return Transpose(dst=dst, src=src, **deps)
+        return Transpose(dst=dst, src=src, **kw, **deps)
     if op == "move":
         return Move(dst=dst, src=src, **kw, **deps)
     names = {"mult": "multiplier", "shift": "shift", "zp": "zero_point", "round": "rounding"}

@@ -44,7 +44,7 @@ def _operand(x: Any) -> str:
     return repr(float(x))
 
 
-def _queue(ins: Binary | Fma | Move) -> dict[str, str]:
+def _queue(ins: Binary | Fma | Move | Unary | Reduce | Transpose) -> dict[str, str]:
     return {"queue": "vector"} if ins.vector_queue else {}
 
 
@@ -66,7 +66,7 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             return "move", [ins.dst], [ins.src], {**opts, **_queue(ins)}
         case Unary():
             imm = [] if ins.imm is None else [ins.imm]
-            return f"unary.{ins.op}", [ins.dst], [ins.src, *imm], {}
+            return f"unary.{ins.op}", [ins.dst], [ins.src, *imm], _queue(ins)
         case Binary():
             b = ins.imm if ins.b is None else ins.b
             opts = {} if ins.bcast == "none" else {"bcast": ins.bcast}
@@ -82,9 +82,9 @@ def _parts(ins: Instr) -> tuple[str, list[Any], list[Any], dict[str, Any]]:
             c = ins.imm_c if ins.c is None else ins.c
             return "fma", [ins.dst], [ins.a, b, c], _queue(ins)
         case Reduce():
-            return f"reduce.{ins.op}", [ins.dst], [ins.src], {}
+            return f"reduce.{ins.op}", [ins.dst], [ins.src], _queue(ins)
         case Transpose():
-            return "transpose", [ins.dst], [ins.src], {}
+            return "transpose", [ins.dst], [ins.src], _queue(ins)
         case Requantize():
             opts = {"mult": ins.multiplier, "shift": ins.shift, "zp": ins.zero_point}
             return "requantize", [ins.dst], [ins.src], {**opts, "round": ins.rounding}

@@ -8,10 +8,12 @@ byte address (aligned to its item size), rows `stride` elements apart (dense whe
 The accumulator holds 4-byte entries (i32 for int8 products, f32 otherwise).
 
 Queues. Load and Store run on their own queues (DMA); everything else on the compute
-queue, except a Binary, Fma or Move marked `vector_queue`, which runs on the vector queue:
-beside the compute queue's matmuls (an NPU's cube and vector pipelines), ordered with
-them only by tokens, and never on the vector unit at the same time as a vector-unit
-instruction of the compute queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
+queue, except a vector-unit instruction (Binary, Fma, Move, Unary, Reduce, Transpose)
+marked `vector_queue`, which runs on the vector queue: beside the compute queue's
+matmuls (an NPU's cube and vector pipelines: the vector unit takes its instructions
+from a stream of its own, whatever they compute), ordered with them only by tokens, and
+never on the vector unit at the same time as a vector-unit instruction of the compute
+queue. Each queue executes in order. `wait` names tokens (counting semaphores) that
 must have been signalled before the instruction starts and consumes one count of each;
 `signal` adds one count to each named token when the instruction completes. That is
 how a double-buffered loop overlaps transfer with compute (VTA's dependence queues).
@@ -77,7 +79,7 @@ MODES = ("overwrite", "accumulate")
 BCASTS = ("none", "row", "col")
 ROUNDINGS = ("even", "away")
 QUEUES = ("load", "compute", "store", "vector")
-VECTOR_QUEUE_INSTRS = ("binary", "fma", "move")  # what the vector queue runs (gemv steps)
+VECTOR_QUEUE_INSTRS = ("binary", "fma", "move", "unary", "reduce", "transpose")  # vector queue
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,11 @@ class Unary(Instr):
     dst: Tile
     src: Tile
     imm: float | None = None
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,6 +312,11 @@ class Reduce(Instr):
     op: str
     dst: Tile
     src: Tile
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,6 +325,11 @@ class Transpose(Instr):
 
     dst: Tile
     src: Tile
+    vector_queue: bool = False  # issued to the vector queue (module doc)
+
+    @property
+    def queue(self) -> str:  # type: ignore[override]
+        return "vector" if self.vector_queue else "compute"
 
 
 @dataclass(frozen=True, kw_only=True)

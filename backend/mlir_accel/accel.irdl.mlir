@@ -144,7 +144,7 @@ irdl.dialect @accel {
     irdl.attributes {"dst" = %tile1, "src" = %tile2, "act" = %act5, "queue" = %queue10, "wait" = %tokens6, "signal" = %tokens7}
   }
 
-  // unary.OP: dst = OP(src) elementwise on the vector unit.
+  // unary.OP: dst = OP(src) elementwise on the vector unit; queue as binary's.
   irdl.operation @unary {
     %op_1 = irdl.is "copy"
     %op_2 = irdl.is "relu"
@@ -173,10 +173,13 @@ irdl.dialect @accel {
     %tile25 = irdl.base @accel::@tile
     %tokens26 = irdl.base "#builtin.array"
     %tokens27 = irdl.base "#builtin.array"
-    irdl.attributes {"op" = %op23, "dst" = %tile24, "src" = %tile25, "wait" = %tokens26, "signal" = %tokens27}
+    %queue_28 = irdl.is "compute"
+    %queue_29 = irdl.is "vector"
+    %queue30 = irdl.any_of(%queue_28, %queue_29)
+    irdl.attributes {"op" = %op23, "dst" = %tile24, "src" = %tile25, "queue" = %queue30, "wait" = %tokens26, "signal" = %tokens27}
   }
 
-  // unary.OP with an immediate (`scale` multiplies by imm).
+  // unary.OP with an immediate (`scale` multiplies by imm); queue as binary's.
   irdl.operation @unary_imm {
     %op_1 = irdl.is "copy"
     %op_2 = irdl.is "relu"
@@ -206,7 +209,10 @@ irdl.dialect @accel {
     %imm26 = irdl.base "#builtin.float"
     %tokens27 = irdl.base "#builtin.array"
     %tokens28 = irdl.base "#builtin.array"
-    irdl.attributes {"op" = %op23, "dst" = %tile24, "src" = %tile25, "imm" = %imm26, "wait" = %tokens27, "signal" = %tokens28}
+    %queue_29 = irdl.is "compute"
+    %queue_30 = irdl.is "vector"
+    %queue31 = irdl.any_of(%queue_29, %queue_30)
+    irdl.attributes {"op" = %op23, "dst" = %tile24, "src" = %tile25, "imm" = %imm26, "queue" = %queue31, "wait" = %tokens27, "signal" = %tokens28}
   }
 
   // binary.OP: dst = OP(a, b); b is a tile or an immediate; bcast broadcasts a row or column of a;
@@ -280,7 +286,7 @@ irdl.dialect @accel {
     irdl.attributes {"dst" = %tile1, "cond" = %tile2, "a" = %tile_or_imm5, "b" = %tile_or_imm8, "wait" = %tokens9, "signal" = %tokens10}
   }
 
-  // reduce.OP: dst[rows x 1] = OP over each row of src.
+  // reduce.OP: dst[rows x 1] = OP over each row of src; queue as binary's.
   irdl.operation @reduce {
     %op_1 = irdl.is "sum"
     %op_2 = irdl.is "max"
@@ -289,16 +295,22 @@ irdl.dialect @accel {
     %tile5 = irdl.base @accel::@tile
     %tokens6 = irdl.base "#builtin.array"
     %tokens7 = irdl.base "#builtin.array"
-    irdl.attributes {"op" = %op3, "dst" = %tile4, "src" = %tile5, "wait" = %tokens6, "signal" = %tokens7}
+    %queue_8 = irdl.is "compute"
+    %queue_9 = irdl.is "vector"
+    %queue10 = irdl.any_of(%queue_8, %queue_9)
+    irdl.attributes {"op" = %op3, "dst" = %tile4, "src" = %tile5, "queue" = %queue10, "wait" = %tokens6, "signal" = %tokens7}
   }
 
-  // transpose: dst[cols x rows] = src^T on the vector unit.
+  // transpose: dst[cols x rows] = src^T on the vector unit; queue as binary's.
   irdl.operation @transpose {
     %tile1 = irdl.base @accel::@tile
     %tile2 = irdl.base @accel::@tile
     %tokens3 = irdl.base "#builtin.array"
     %tokens4 = irdl.base "#builtin.array"
-    irdl.attributes {"dst" = %tile1, "src" = %tile2, "wait" = %tokens3, "signal" = %tokens4}
+    %queue_5 = irdl.is "compute"
+    %queue_6 = irdl.is "vector"
+    %queue7 = irdl.any_of(%queue_5, %queue_6)
+    irdl.attributes {"dst" = %tile1, "src" = %tile2, "queue" = %queue7, "wait" = %tokens3, "signal" = %tokens4}
   }
 
   // requantize: dst(i8) = sat(round(src * multiplier / 2**shift) + zero_point).

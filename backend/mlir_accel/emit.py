@@ -160,8 +160,8 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
                 ("src", tile_attr(ins.src)),
             ]
             if ins.imm is None:
-                return "unary", None, attrs
-            return "unary_imm", None, [*attrs, ("imm", mlir_float(ins.imm))]
+                return "unary", None, [*attrs, _queue(ins)]
+            return "unary_imm", None, [*attrs, ("imm", mlir_float(ins.imm)), _queue(ins)]
         case Binary():
             attrs = [
                 ("op", mlir_string(ins.op)),
@@ -180,9 +180,10 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
             return "fma", None, [*attrs, ("b", b), ("c", c), _queue(ins)]
         case Reduce():
             attrs = [("op", mlir_string(ins.op)), ("dst", tile_attr(ins.dst))]
-            return "reduce", None, [*attrs, ("src", tile_attr(ins.src))]
+            return "reduce", None, [*attrs, ("src", tile_attr(ins.src)), _queue(ins)]
         case Transpose():
-            return "transpose", None, [("dst", tile_attr(ins.dst)), ("src", tile_attr(ins.src))]
+            tiles = [("dst", tile_attr(ins.dst)), ("src", tile_attr(ins.src))]
+            return "transpose", None, [*tiles, _queue(ins)]
         case Requantize():
             attrs = [("dst", tile_attr(ins.dst)), ("src", tile_attr(ins.src))]
             ints = [(k, _int(getattr(ins, k))) for k in ("multiplier", "shift", "zero_point")]
@@ -197,7 +198,7 @@ def op_parts(ins: Instr) -> tuple[str, str | None, list[tuple[str, str]]]:
     raise TypeError(f"no accel op for {type(ins).__name__}")
 
 
-def _queue(ins: Binary | Fma | Move) -> tuple[str, str]:
+def _queue(ins: Binary | Fma | Move | Unary | Reduce | Transpose) -> tuple[str, str]:
     return "queue", mlir_string(ins.queue)
 
 

@@ -117,9 +117,9 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             )
         case "unary" | "unary_imm":
             imm = float(a["imm"].value.data) if kind == "unary_imm" else None  # type: ignore[attr-defined]
-            return Unary(
-                op=_str(a["op"]), dst=_tile(a["dst"]), src=_tile(a["src"]), imm=imm, **deps
-            )
+            vq = _str(a["queue"]) == "vector"
+            tiles = {"dst": _tile(a["dst"]), "src": _tile(a["src"])}
+            return Unary(op=_str(a["op"]), **tiles, imm=imm, vector_queue=vq, **deps)
         case "binary":
             b, imm = _tile_or_imm(a["b"])
             ops = {"op": _str(a["op"]), "dst": _tile(a["dst"]), "a": _tile(a["a"])}
@@ -135,9 +135,13 @@ def _instr(op: Operation, names: dict[SSAValue, str]) -> Instr:
             vq = _str(a["queue"]) == "vector"
             return Fma(dst=dst, a=src, b=tb, c=tc, imm_b=ib, imm_c=ic, vector_queue=vq, **deps)
         case "reduce":
-            return Reduce(op=_str(a["op"]), dst=_tile(a["dst"]), src=_tile(a["src"]), **deps)
+            vq = _str(a["queue"]) == "vector"
+            tiles = {"dst": _tile(a["dst"]), "src": _tile(a["src"])}
+            return Reduce(op=_str(a["op"]), **tiles, vector_queue=vq, **deps)
         case "transpose":
-            return Transpose(dst=_tile(a["dst"]), src=_tile(a["src"]), **deps)
+            vq = _str(a["queue"]) == "vector"
+            tiles = {"dst": _tile(a["dst"]), "src": _tile(a["src"])}
+            return Transpose(**tiles, vector_queue=vq, **deps)
         case "requantize":
             ints = {k: _int(a[k]) for k in ("multiplier", "shift", "zero_point")}
             tiles = {"dst": _tile(a["dst"]), "src": _tile(a["src"])}

@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 from eqsat.attention_plan import (
     MASK_NONE,
     AttnPlan,
+    attention_cycles,
     attention_loop,
     attention_plan,
     attention_shape,
+    fits,
     key_blocks,
     step_ops,
 )
@@ -32,7 +34,7 @@ from eqsat.loading import load_model
 from eqsat.pipeline import optimize
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from hwsim import Kernel, load_hardware
-from hwsim.isa import Matmul
+from hwsim.isa import Matmul, Unary
 from tests.backend.helpers import assert_matches, reference, run_backend
 from tests.conftest import ROOT
 from tests.strategies import scaled
@@ -149,12 +151,15 @@ def test_keys_tiled_with_whole_blocks_masked(fill):
 
 def test_bert_heads_fit_one_key_block_two_heads_a_step_on_datacenter():
     """BERT-base heads (d = 64) on the 128 x 128 array: two heads per step, block-
-    diagonal, one key block; one head a step where the array is 16 wide."""
+    diagonal, one key block, the second product transposed (64 value columns would
+    fill half the array's width); one head a step, as written, where the array is 16
+    wide."""
     g = _graph((1, 12), 128, 128, 64, 64)
     node = next(n for _, n in g if n.op == "attention")
     s = attention_shape([g.nodes[j].type for j in node.inputs], node.type, 0.125)
-    assert attention_plan(load_hardware("datacenter"), s) == AttnPlan(128, 128, 2)
-    assert attention_plan(load_hardware("edge"), s).heads == 1
+    assert attention_plan(load_hardware("datacenter"), s) == AttnPlan(128, 128, 2, out_t=True)
+    edge = attention_plan(load_hardware("edge"), s)
+    assert edge.heads == 1 and not edge.out_t
 
 
 @pytest.mark.parametrize("hw_name", MACHINES)
@@ -181,7 +186,7 @@ def test_plan_counts_the_emitted_instructions_and_cycles(hw_name, shape, mask):
     plan = attention_plan(hw, s)
     if hw_name == "datacenter" and d == 16:  # narrow heads share the array
         assert plan.heads > 1
-    work, _ = attention_loop(hw, s, plan)
+    work, _, _, _ = attention_loop(hw, s, plan)
     instrs = compiled.program.instrs
     kinds = Counter(type(i).__name__ for i in instrs if not isinstance(i, Kernel))
     assert kinds.pop("Load") == work.loads
@@ -189,11 +194,12 @@ def test_plan_counts_the_emitted_instructions_and_cycles(hw_name, shape, mask):
     want = Counter()
     nq = -(-s_len // plan.rq) * s.batch // plan.heads
     for _, first, last in key_blocks(t, plan.tk):
-        for op in step_ops(s, first, last, plan.heads):
+        for op in step_ops(s, first, last, plan.heads, plan.out_t):
             name = {"matmul": "Matmul", "transpose": "Transpose", "move": "Move"}
             want[name.get(op.kind, op.kind.capitalize())] += nq
     assert kinds == want
-    assert sum(isinstance(i, Matmul) for i in instrs) == 2 * nq * len(key_blocks(t, plan.tk))
+    matmuls = 2 if not plan.out_t else 1 + plan.heads  # out_t: the second head by head
+    assert sum(isinstance(i, Matmul) for i in instrs) == matmuls * nq * len(key_blocks(t, plan.tk))
     sim = next(k.cycles for k in report.kernels if k.name.startswith("attention"))
     est = op_cost(hw, node.op, ts, node.type, node.attr_dict).cycles
     assert abs(est - sim) <= 0.1 * sim, (est, sim)
@@ -255,3 +261,49 @@ def test_exporters_forms_become_one_kernel(stem, op):
     bindings = loaded.bindings(0)
     got, _, _ = run_backend(opt, "datacenter", bindings, races=False)
     assert_matches(opt, got, reference(loaded.graph, bindings))
+
+
+@pytest.mark.parametrize(
+    "shape,mask,kt_view,plan",
+    [
+        (((2,), 20, 96, 16, 8), "full", True, AttnPlan(8, 32, 2, out_t=True)),
+        (((3,), 20, 100, 16, 24), "row", True, AttnPlan(16, 32, 1, out_t=True)),
+        (((1, 4), 33, 64, 8, 8), None, False, AttnPlan(16, 16, 4, out_t=True)),
+        (((2,), 1, 40, 16, 16), "row", True, AttnPlan(1, 16, 1, out_t=True)),
+        (((2, 2), 24, 48, 16, 16), "full", False, AttnPlan(8, 16, 2)),
+    ],
+)
+def test_any_plan_computes_the_reference_at_its_price(monkeypatch, shape, mask, kt_view, plan):
+    """Plans the planner would not pick on these shapes (key blocks with the second
+    product transposed, several heads a step, one query row) still compute the
+    reference with every cross-queue access ordered (races checked), and their price
+    is within 10% of the simulated kernel."""
+    lead, s_len, t, d, dv = shape
+    mask_shape = {None: None, "row": (*lead, 1, t), "full": (*lead, s_len, t)}[mask]
+    g = _graph(lead, s_len, t, d, dv, mask=mask_shape, kt_view=kt_view)
+    monkeypatch.setattr("backend.attention.attention_plan", lambda hw, s: plan)
+    report, _ = _check(g, "datacenter", _bindings(g, 2, mask_shape, -np.inf))
+    node = next(n for _, n in g if n.op.startswith("attention"))
+    s = attention_shape([g.nodes[j].type for j in node.inputs], node.type, 0.125, kt_view)
+    assert fits(load_hardware("datacenter"), s, plan)
+    sim = next(k.cycles for k in report.kernels if k.name.startswith("attention"))
+    est = attention_cycles(load_hardware("datacenter"), s, plan).cycles
+    assert abs(est - sim) <= 0.1 * sim, (est, sim)
+
+
+def test_softmax_runs_beside_the_products():
+    """The pipelined kernel keeps the array busy while the vector unit works: it
+    takes less than its matrix and vector busy cycles end to end, its softmax passes
+    run on the vector queue, and the plan's price says so too."""
+    g = _graph((1, 4), 128, 128, 64, 64, mask=(1, 1, 128, 128))
+    report, compiled = _check(g, "datacenter", _bindings(g, 4, (1, 1, 128, 128)))
+    ins = compiled.program.instrs
+    assert any(isinstance(i, Unary) and i.op == "exp" and i.queue == "vector" for i in ins)
+    att = next(k for k in report.kernels if k.name.startswith("attention"))
+    busy = report.busy["matrix"] + report.busy["vector"]
+    hw = load_hardware("datacenter")
+    assert att.cycles - hw.launch_cycles - 2 * hw.dram_latency_cycles < busy
+    node = next(n for _, n in g if n.op.startswith("attention"))
+    s = attention_shape([g.nodes[j].type for j in node.inputs], node.type, 0.125)
+    cost = attention_cycles(hw, s, attention_plan(hw, s))
+    assert cost.compute_cycles < cost.matrix_cycles + cost.vector_cycles

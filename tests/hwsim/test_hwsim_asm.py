@@ -105,6 +105,7 @@ instrs = st.one_of(
         dst=tiles(),
         src=tiles(),
         imm=st.one_of(st.none(), imms),
+        vector_queue=st.booleans(),
         **deps(),
     ),
     st.builds(
@@ -130,8 +131,15 @@ instrs = st.one_of(
             i, imm_b=1.5 if i.b is None else None, imm_c=-0.25 if i.c is None else None
         )
     ),
-    st.builds(Reduce, op=st.sampled_from(REDUCE_OPS), dst=tiles(), src=tiles(), **deps()),
-    st.builds(Transpose, dst=tiles(), src=tiles(), **deps()),
+    st.builds(
+        Reduce,
+        op=st.sampled_from(REDUCE_OPS),
+        dst=tiles(),
+        src=tiles(),
+        vector_queue=st.booleans(),
+        **deps(),
+    ),
+    st.builds(Transpose, dst=tiles(), src=tiles(), vector_queue=st.booleans(), **deps()),
     st.builds(
         Requantize,
         dst=tiles(),

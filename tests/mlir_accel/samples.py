@@ -45,6 +45,7 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
     Unary: (
         Unary(op="gelu_erf", dst=A, src=B, **DEPS),
         Unary(op="scale", dst=A, src=A, imm=1e-05, **DEPS),
+        Unary(op="exp", dst=A, src=A, vector_queue=True, **DEPS),
     ),
     Binary: (
         Binary(op="xor", dst=A, a=ROW, b=A, bcast="row", **DEPS),
@@ -60,8 +61,14 @@ SAMPLES: dict[type[Instr], tuple[Instr, ...]] = {
         Fma(dst=A, a=A, b=FCOL, c=ROW, vector_queue=True, **DEPS),
         Fma(dst=A, a=B, imm_b=-0.5, c=A, **DEPS),
     ),
-    Reduce: (Reduce(op="max", dst=COL, src=A, **DEPS),),
-    Transpose: (Transpose(dst=B, src=B, **DEPS),),
+    Reduce: (
+        Reduce(op="max", dst=COL, src=A, **DEPS),
+        Reduce(op="sum", dst=COL, src=A, vector_queue=True, **DEPS),
+    ),
+    Transpose: (
+        Transpose(dst=B, src=B, **DEPS),
+        Transpose(dst=B, src=A, vector_queue=True, **DEPS),
+    ),
     Requantize: (
         Requantize(
             dst=Q, src=ACC, multiplier=1 << 30, shift=37, zero_point=-3, rounding="away", **DEPS
