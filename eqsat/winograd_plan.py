@@ -592,6 +592,10 @@ WINOGRAD_OPS = frozenset(
         "winograd_output_bias",
         "winograd_output_bias_relu",
         "winograd_output_bias_add_relu",
+        "winograd_conv",
+        "winograd_conv_bias",
+        "winograd_conv_bias_relu",
+        "winograd_conv_bias_add_relu",
     }
 )
 
@@ -599,12 +603,16 @@ WINOGRAD_OPS = frozenset(
 def winograd_cost(hw: Hardware, op_name: str, in_types, out, attrs, unrunnable: int) -> KernelCost:
     """The price of a Winograd op as the backend runs it. The weight transform runs at
     load time (prepared weights are free); of a run-time tensor it cannot run."""
-    from eqsat.ops.winograd import EPILOGUES
+    from eqsat.ops.winograd import CONV_EPILOGUES, EPILOGUES
+    from eqsat.winograd_fused import conv_cost
 
     m = int(attrs["m"])
     if op_name == "winograd_weight":
         return _cost(unrunnable, 0, False)
-    if op_name == "winograd_input":
+    if op_name in CONV_EPILOGUES:  # the whole convolution in one kernel
+        pad = tuple(attrs["padding"])
+        cost = conv_cost(hw, in_types[0].shape, in_types[1].shape, m, pad, CONV_EPILOGUES[op_name])
+    elif op_name == "winograd_input":
         cost = input_cost(hw, in_types[0].shape, m, tuple(attrs["padding"]))
     else:
         cost = output_cost(hw, in_types[0].shape, m, tuple(attrs["size"]), EPILOGUES[op_name])
