@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from dataclasses import dataclass
 
 from eqsat.ops.winograd import AT, BT, tiles
@@ -68,6 +69,7 @@ class ConvPlan:
     wo: int
     nb: int  # tile rows per step
     pack: int  # transform points per product
+    flat: bool  # one spare tile per tile row: the column pass covers all rows at once
     bias: bool
     residual: bool
     relu: bool
@@ -87,6 +89,11 @@ class ConvPlan:
     @property
     def wp(self) -> int:
         return self.m * self.tw + 2
+
+    @property
+    def tws(self) -> int:
+        """Tiles a tile row takes in V (flat: a spare one, computed and never stored)."""
+        return self.tw + 1 if self.flat else self.tw
 
     @property
     def groups(self) -> int:
@@ -154,17 +161,20 @@ def conv_instrs(
     a, m, c, o, tw, nb, pk = p.a, p.m, p.c, p.o, p.tw, p.nb, p.pack
     wp, aa, gs = p.wp, a * a, p.groups
     slots = 2 if p.steps > 1 else 1
-    span = nb * tw  # tiles of a full step
+    tws = p.tws
+    span = nb * tws  # tiles of a full step (flat: the spare ones too)
     rows_in = m * nb + 2  # padded rows a step reads
     xrows = min(p.h, rows_in)
-    row = wp * c  # elements of a padded row
+    # elements of a padded row; flat: tws*m pixels, so that tile (r, t) is (r*tws + t)*m
+    # pixels from the first (the spare tile reads zeros and the next row's start)
+    row = (m * tws if p.flat else wp) * c
     qcols = nb * m * m * tw
     al, acc = _Alloc(None), _Alloc(None)  # type: ignore[arg-type]
     wts = al(gs * pk * c, pk * o)
     bt = al(o, 1) if p.bias else None
     xs = [al(c, xrows * p.w) for _ in range(slots)]
     imgs = [al(1 + rows_in, row) for _ in range(slots)]  # row 0 takes the zeroing load
-    z = al(a * nb, row)
+    z = al(a * nb + 1, row)  # flat: the last spare tile reads into the row beyond
     tmp = al(1, max(nb * row, span * max(c, o)))
     vs = [al(gs * span, pk * c) for _ in range(slots)]
     zc = al(a * m * span, o)
@@ -185,6 +195,8 @@ def conv_instrs(
     for s, img in enumerate(imgs):
         f.add(Load(dst=img, src=DramRef(x, 0, 1, 1, 1)))
         f.mark(f"z{s}")
+    f.add(Load(dst=z, src=DramRef(x, 0, 1, 1, 1)))
+    f.mark("zz")
     wop = m * tw
     for s, r in enumerate(rs if p.wo != wop else []):
         f.add(Load(dst=r, src=DramRef(residual, 0, 1, 1, 1)))  # type: ignore[arg-type]
@@ -257,6 +269,8 @@ def conv_instrs(
         nbg = min(nb, p.th - ty0)
         img, v = imgs[g % slots], vs[g % slots]
         f.wait(f"tt{g}")
+        if g == 0:
+            f.wait("zz")
         if g >= 2:
             f.wait(f"mf{g - 2}")
         for xi, terms in enumerate(bt_rows):  # B^T along the rows: whole padded rows
@@ -266,10 +280,10 @@ def conv_instrs(
         for k in range(aa):  # B along the columns, point by point
             xi, nu = divmod(k, a)
             gi, j = divmod(k, pk)
-            for r in range(nbg):
-                zr = (xi * nb + r) * row
-                srcs = [(cf, _at(z, zr + jj * c, tw, c, m * c)) for cf, jj in bt_rows[nu]]
-                dv = _at(v, (gi * span + r * tw) * pk * c + j * c, tw, c, pk * c)
+            for r0, rn in [(0, nbg * tws)] if p.flat else [(r, tw) for r in range(nbg)]:
+                zr = xi * nb * row + r0 * m * c if p.flat else (xi * nb + r0) * row
+                srcs = [(cf, _at(z, zr + jj * c, rn, c, m * c)) for cf, jj in bt_rows[nu]]
+                dv = _at(v, (gi * span + r0 * tws) * pk * c + j * c, rn, c, pk * c)
                 f.extend(_combine(dv, srcs, tmp))
             if j == pk - 1 or k == aa - 1:
                 f.mark(f"v{g}_{gi}")
@@ -277,7 +291,7 @@ def conv_instrs(
 
     def products(g: int) -> None:
         _, ty0 = steps[g]
-        sp = min(nb, p.th - ty0) * tw
+        sp = min(nb, p.th - ty0) * tws
         v, mt = vs[g % slots], ms[g % slots]
         for gi in range(gs):
             pg = min(pk, aa - gi * pk)
@@ -304,7 +318,7 @@ def conv_instrs(
 
     def transform_out(g: int) -> None:
         _, ty0 = steps[g]
-        sp = min(nb, p.th - ty0) * tw
+        sp = min(nb, p.th - ty0) * tws
         mt, px = ms[g % slots], pix[g % slots]
         done = -1
         for xi in range(a):  # A along the columns, from the accumulator
@@ -367,7 +381,7 @@ def conv_instrs(
             for r in range(nbg):
                 hh = r * m + ar
                 if hh < hv:
-                    srcp = _at(px, ((ar * span + r * tw) * m) * o, tw * m, o)
+                    srcp = _at(px, ((ar * span + r * tws) * m) * o, tw * m, o)
                     f.add(Transpose(dst=_at(q, hh * wop, o, wop, qcols), src=srcp))
         f.mark(f"pf{g}")
         valid = Tile("sram", q.addr, o, hv * wop, "f32", qcols)
@@ -430,14 +444,14 @@ def _nbs(th: int) -> list[int]:
 def _conv_block(
     hw: Hardware, n: int, c: int, o: int, h: int, w: int, m: int, pad: tuple[int, int]
 ) -> int | None:
-    """Tile rows per step: the fastest that fits (with the largest epilogue, so that
+    """(tile rows per step, flat): the fastest that fits (with the largest epilogue, so that
     one block serves every epilogue), ranked by replaying the first steps."""
     ho, wo = h + 2 * pad[0] - 2, w + 2 * pad[1] - 2
     th, _ = tiles((ho, wo), m)
     pk = pack_of(hw, c, o, m + 2)
     best = None
-    for nb in _nbs(th):
-        p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, nb, pk, True, True, True)
+    for nb, flat in itertools.product(_nbs(th), (False, True)):
+        p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, nb, pk, flat, True, True, True)
         if not _usable(p):
             continue
         probe = conv_instrs(
@@ -447,7 +461,7 @@ def _conv_block(
             continue
         rank = _rank(hw, probe, p.steps) if p.steps > 3 else _price(hw, probe)
         if best is None or rank < best[1]:
-            best = (nb, rank)
+            best = ((nb, flat), rank)
     return None if best is None else best[0]
 
 
@@ -472,11 +486,12 @@ def conv_plan(
     epilogue: tuple[bool, bool, bool],
 ) -> tuple[ConvPlan, int] | None:
     """The fused kernel's plan and cycles (None: no block fits SRAM and the accumulator)."""
-    nb = _conv_block(hw, n, c, o, h, w, m, pad)
-    if nb is None:
+    block = _conv_block(hw, n, c, o, h, w, m, pad)
+    if block is None:
         return None
     ho, wo = h + 2 * pad[0] - 2, w + 2 * pad[1] - 2
-    p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, nb, pack_of(hw, c, o, m + 2), *epilogue)
+    pk = pack_of(hw, c, o, m + 2)
+    p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, block[0], pk, block[1], *epilogue)
     b, r = "b" if p.bias else None, "r" if p.residual else None
     return p, _price(hw, conv_instrs(p, "x", "u", "y", b, r))
 
