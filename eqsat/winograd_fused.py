@@ -120,6 +120,24 @@ def _combine(dst: Tile, terms, tmp: Tile) -> list[Instr]:
     return [_vec(i) for i in combine(dst, terms, tmp)]
 
 
+def _accumulate(dst: Tile, first, term, tmp: Tile) -> list[Instr]:
+    """dst += c * src, the A^T pass summed as its terms arrive: the second term of an
+    output adds to its first (which must be +1), later ones to dst; the instructions
+    `combine` issues for the whole sum, one term at a time."""
+    c0, s0, pending = first
+    assert c0 == 1, "every row of A^T starts with a +1 term"
+    c, s = term
+    a = s0 if pending else dst
+    op = "add" if c > 0 else "sub"
+    if abs(c) == 1:
+        return [_vec(Binary(op=op, dst=dst, a=a, b=s))]
+    t = Tile("sram", tmp.addr, s.rows, s.cols, "f32")
+    return [
+        _vec(Binary(op="mul", dst=t, a=s, imm=abs(c))),
+        _vec(Binary(op=op, dst=dst, a=a, b=t)),
+    ]
+
+
 class _Flow:
     """Instructions with one-shot tokens: `then(tokens)` makes the next instruction
     added wait for them; `mark(token)` makes the last one added signal it."""
@@ -240,7 +258,7 @@ def conv_instrs(
         f.mark(f"xl{g}")
 
     def turn_in(g: int) -> None:  # image rows -> the zero-bordered pixel-major slot
-        n, ty0 = steps[g]
+        _, ty0 = steps[g]
         nbg = min(nb, p.th - ty0)
         rows = m * nbg + 2
         img, xt = imgs[g % slots], xs[g % slots]
@@ -273,20 +291,20 @@ def conv_instrs(
             f.wait("zz")
         if g >= 2:
             f.wait(f"mf{g - 2}")
-        for xi, terms in enumerate(bt_rows):  # B^T along the rows: whole padded rows
-            dz = _at(z, xi * nb * row, nbg, row)
+        for xi, terms in enumerate(bt_rows):  # per row output of B^T, its points
+            dz = _at(z, xi * nb * row, nbg, row)  # B^T along the rows: whole padded rows
             srcs = [(cf, _at(img, (1 + i) * row, nbg, row, m * row)) for cf, i in terms]
             f.extend(_combine(dz, srcs, tmp))
-        for k in range(aa):  # B along the columns, point by point
-            xi, nu = divmod(k, a)
-            gi, j = divmod(k, pk)
-            for r0, rn in [(0, nbg * tws)] if p.flat else [(r, tw) for r in range(nbg)]:
-                zr = xi * nb * row + r0 * m * c if p.flat else (xi * nb + r0) * row
-                srcs = [(cf, _at(z, zr + jj * c, rn, c, m * c)) for cf, jj in bt_rows[nu]]
-                dv = _at(v, (gi * span + r0 * tws) * pk * c + j * c, rn, c, pk * c)
-                f.extend(_combine(dv, srcs, tmp))
-            if j == pk - 1 or k == aa - 1:
-                f.mark(f"v{g}_{gi}")
+            for nu in range(a):  # B along the columns
+                k = xi * a + nu
+                gi, j = divmod(k, pk)
+                for r0, rn in [(0, nbg * tws)] if p.flat else [(r, tw) for r in range(nbg)]:
+                    zr = xi * nb * row + r0 * m * c if p.flat else (xi * nb + r0) * row
+                    srcs = [(cf, _at(z, zr + jj * c, rn, c, m * c)) for cf, jj in bt_rows[nu]]
+                    dv = _at(v, (gi * span + r0 * tws) * pk * c + j * c, rn, c, pk * c)
+                    f.extend(_combine(dv, srcs, tmp))
+                if j == pk - 1 or k == aa - 1:
+                    f.mark(f"v{g}_{gi}")
         f.mark(f"if{g}")
 
     def products(g: int) -> None:
@@ -320,23 +338,34 @@ def conv_instrs(
         _, ty0 = steps[g]
         sp = min(nb, p.th - ty0) * tws
         mt, px = ms[g % slots], pix[g % slots]
-        done = -1
-        for xi in range(a):  # A along the columns, from the accumulator
+        done, firsts, scratch = -1, {}, _at(tmp, 0, sp, o)
+        for xi in range(a):  # A along the columns, from the accumulator, then ...
             need = (xi * a + a - 1) // pk
             f.wait(*(f"mg{g}_{gi}" for gi in range(done + 1, need + 1)))
             done = max(done, need)
             for b, terms in enumerate(at):
                 dz = _at(zc, (xi * m + b) * span * o, sp, o)
                 srcs = [(cf, point(mt, xi * a + nu, sp)) for cf, nu in terms]
-                f.extend(_combine(dz, srcs, _at(tmp, 0, sp, o)))
-        f.mark(f"of{g}")
-        if g >= 2:
-            f.wait(f"pf{g - 2}")
-        for ar, terms in enumerate(at):  # A^T along the rows, pixel-major out
-            for b in range(m):
+                f.extend(_combine(dz, srcs, scratch))
+            if xi == a - 1:
+                f.mark(f"of{g}")
+            if xi == 0 and g >= 2:
+                f.wait(f"pf{g - 2}")
+            for ar, b in itertools.product(range(m), range(m)):  # ... A^T, term by term
+                cf = float(AT[m][ar, xi])
+                if cf == 0:
+                    continue
                 dp = _at(px, (ar * span * m + b) * o, sp, o, m * o)
-                srcs = [(cf, _at(zc, (xi * m + b) * span * o, sp, o)) for cf, xi in terms]
-                f.extend(_combine(dp, srcs, _at(tmp, 0, sp, o)))
+                src = _at(zc, (xi * m + b) * span * o, sp, o)
+                first = firsts.setdefault((ar, b), (cf, src, True))
+                if first[2] and first[1] is src:
+                    continue  # the first term waits for the second (one add for both)
+                firsts[ar, b] = (first[0], first[1], False)
+                f.extend(_accumulate(dp, first, (cf, src), scratch))
+        for (ar, b), (_, src, pending) in firsts.items():  # an output of one term
+            if pending:
+                dp = _at(px, (ar * span * m + b) * o, sp, o, m * o)
+                f.add(_vec(Binary(op="add", dst=dp, a=src, imm=0.0)))
         f.mark(f"ot{g}")
 
     def residual_load(g: int) -> None:

@@ -225,7 +225,7 @@ def test_the_fused_kernel_simulates_the_reference_at_its_price(
         assert plan.pack > 1  # small channels: transform points share one product
     graph = _fused_graph(n, c, o, hw_, m, pad, op)
     bindings = random_bindings(graph, 0)
-    got, report, compiled = run_backend(graph, hw_name, bindings)
+    got, report, _ = run_backend(graph, hw_name, bindings)
     assert_matches(graph, got, reference(graph, bindings))
     (kernel,) = [k for k in report.kernels if k.name.startswith("winograd_conv")]
     assert len(report.kernels) == 1, [k.name for k in report.kernels]  # no prep kernel
