@@ -406,39 +406,39 @@ def conv_instrs(
                 f.wait(f"rz{g}")
         if g == 0 and bt is not None:
             f.wait("b")
-        for ar in range(m):
-            for r in range(nbg):
-                hh = r * m + ar
-                if hh < hv:
-                    srcp = _at(px, ((ar * span + r * tws) * m) * o, tw * m, o)
-                    f.add(Transpose(dst=_at(q, hh * wop, o, wop, qcols), src=srcp))
-        f.mark(f"pf{g}")
-        valid = Tile("sram", q.addr, o, hv * wop, "f32", qcols)
-        if bt is not None:
-            f.add(Binary(op="add", dst=valid, a=valid, b=bt, bcast="col"))
-        if rs:
-            rv = Tile("sram", rs[g % slots].addr, o, hv * wop, "f32", qcols)
-            f.add(Binary(op="add", dst=valid, a=valid, b=rv))
-        if p.relu:
-            f.add(Unary(op="relu", dst=valid, src=valid))
-        f.mark(f"qe{g}", f"rf{g}")
         base = ((n * o) * p.ho + m * ty0) * p.wo
-        f.wait(f"qe{g}")
-        if p.wo == wop:
-            f.add(
-                Store(
-                    dst=DramRef(y, base, o, hv * p.wo, p.ho * p.wo),
-                    src=Tile("sram", q.addr, o, hv * p.wo, "f32", qcols),
-                )
-            )
-        else:
-            for hh in range(hv):
+        for r in range(nbg):  # tile row by tile row: a row's store overlaps the next
+            h0, hn = r * m, min(m, hv - r * m)
+            for ar in range(hn):
+                srcp = _at(px, ((ar * span + r * tws) * m) * o, tw * m, o)
+                f.add(Transpose(dst=_at(q, (h0 + ar) * wop, o, wop, qcols), src=srcp))
+            if r == nbg - 1:
+                f.mark(f"pf{g}")
+            valid = _at(q, h0 * wop, o, hn * wop, qcols)
+            if bt is not None:
+                f.add(Binary(op="add", dst=valid, a=valid, b=bt, bcast="col"))
+            if rs:
+                rv = _at(rs[g % slots], h0 * wop, o, hn * wop, qcols)
+                f.add(Binary(op="add", dst=valid, a=valid, b=rv))
+            if p.relu:
+                f.add(Unary(op="relu", dst=valid, src=valid))
+            f.mark(f"qe{g}_{r}", *((f"rf{g}",) if r == nbg - 1 else ()))
+            f.wait(f"qe{g}_{r}")
+            if p.wo == wop:
                 f.add(
                     Store(
-                        dst=DramRef(y, base + hh * p.wo, o, p.wo, p.ho * p.wo),
-                        src=Tile("sram", q.addr + hh * wop * ISZ, o, p.wo, "f32", qcols),
+                        dst=DramRef(y, base + h0 * p.wo, o, hn * p.wo, p.ho * p.wo),
+                        src=_at(q, h0 * wop, o, hn * p.wo, qcols),
                     )
                 )
+            else:
+                for hh in range(h0, h0 + hn):
+                    f.add(
+                        Store(
+                            dst=DramRef(y, base + hh * p.wo, o, p.wo, p.ho * p.wo),
+                            src=_at(q, hh * wop, o, p.wo, qcols),
+                        )
+                    )
         f.mark(f"qs{g}")
 
     # the order: a topological one in which each queue runs as the module doc says
