@@ -138,6 +138,9 @@ def _accumulate(dst: Tile, first, term, tmp: Tile) -> list[Instr]:
     ]
 
 
+LOAD_PIECES = 4  # DMAs a step's image rows come in
+
+
 class _Flow:
     """Instructions with one-shot tokens: `then(tokens)` makes the next instruction
     added wait for them; `mark(token)` makes the last one added signal it."""
@@ -244,37 +247,55 @@ def conv_instrs(
     if max_steps is not None:
         steps = steps[:max_steps]
 
-    def load(g: int) -> None:
-        n, ty0 = steps[g]
+    def pieces(g: int) -> list[tuple[int, int]]:
+        """The rows [lo, hi) of x a step loads, in up to LOAD_PIECES DMAs (the first
+        transposes start when the first piece lands)."""
+        _, ty0 = steps[g]
         lo, hi = max(0, m * ty0 - p.ph), min(p.h, m * ty0 + rows_in - p.ph)
+        k = min(LOAD_PIECES, hi - lo)
+        cuts = [lo + (hi - lo) * i // k for i in range(k + 1)]
+        return list(itertools.pairwise(cuts))
+
+    def load(g: int) -> None:
+        n, _ = steps[g]
+        parts = pieces(g)
+        lo = parts[0][0]
         if g >= 2:
             f.wait(f"xf{g - 2}")
-        f.add(
-            Load(
-                dst=Tile("sram", xs[g % slots].addr, c, (hi - lo) * p.w, "f32", xrows * p.w),
-                src=DramRef(x, (n * c * p.h + lo) * p.w, c, (hi - lo) * p.w, p.h * p.w),
+        for k, (l0, l1) in enumerate(parts):
+            at_ = xs[g % slots].addr + (l0 - lo) * p.w * ISZ
+            f.add(
+                Load(
+                    dst=Tile("sram", at_, c, (l1 - l0) * p.w, "f32", xrows * p.w),
+                    src=DramRef(x, (n * c * p.h + l0) * p.w, c, (l1 - l0) * p.w, p.h * p.w),
+                )
             )
-        )
-        f.mark(f"xl{g}")
+            f.mark(f"xl{g}_{k}")
 
     def turn_in(g: int) -> None:  # image rows -> the zero-bordered pixel-major slot
         _, ty0 = steps[g]
         nbg = min(nb, p.th - ty0)
         rows = m * nbg + 2
         img, xt = imgs[g % slots], xs[g % slots]
-        lo = max(0, m * ty0 - p.ph)
-        f.wait(f"xl{g}", f"if{g - 2}" if g >= 2 else f"z{g}")
+        parts = pieces(g)
+        lo = parts[0][0]
+        f.wait(f"if{g - 2}" if g >= 2 else f"z{g}")
         inside = [
             r for r in range(rows) if 0 <= m * ty0 + r - p.ph < p.h
         ]  # padded rows of the step inside x
+        piece = -1
         for r in inside:
             hx = m * ty0 + r - p.ph - lo
+            while piece + 1 < len(parts) and hx + lo >= parts[piece + 1][0]:
+                piece += 1
+                f.wait(f"xl{g}_{piece}")
             f.add(
                 Transpose(
                     dst=_at(img, (1 + r) * row + p.pw * c, p.w, c),
                     src=Tile("sram", xt.addr + hx * p.w * ISZ, c, p.w, "f32", xrows * p.w),
                 )
             )
+        f.wait(*(f"xl{g}_{k}" for k in range(piece + 1, len(parts))))  # pieces not used
         if g >= 2:  # rows outside x: the slot held image rows two steps ago
             for r in range(rows):
                 if r not in inside:
