@@ -1,4 +1,5 @@
-"""Winograd convolution kernels: the input and output transforms of eqsat/ops/winograd.py.
+"""Winograd convolution kernels: the input and output transforms of eqsat/ops/winograd.py,
+and the whole convolution as one kernel (winograd_conv*, eqsat/winograd_fused.py).
 
 The instructions come from eqsat/winograd_plan.py, the plan the cost model replays;
 here they are placed in the program: DRAM references moved onto the buffers the

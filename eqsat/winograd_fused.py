@@ -13,17 +13,21 @@ the rows of A, so one pass of the array serves them all (C = O = 64 on a 128 x 1
 array: two points a product instead of two products each a quarter used).
 
 A step takes `nb` tile rows of one image:
-- load: the image rows it needs, all channels, straight from x [N, C, H, W] (one DMA);
+- load: the image rows it needs, all channels, straight from x [N, C, H, W] (a few
+  DMAs, LOAD_PIECES);
 - compute queue: one transpose per image row into a zero-bordered pixel-major slot
   (rows outside the image zeroed), so no separate padding kernel runs;
-- vector queue: the input transform (B^T along the rows, then B along the columns,
-  one point after another) into V;
+- vector queue: the input transform, row output by row output of B^T (over whole
+  padded rows), each followed by B along the columns for its points, into V (`flat`:
+  with a spare tile per tile row, one instruction covers every tile row of a step);
 - compute queue: one product per group of `pack` points, each waiting only for its
   points of V;
-- vector queue: the output transform read from the accumulator (A along the columns,
-  each block waiting only for its products, then A^T along the rows, pixel-major);
-- compute queue: one transpose per output row into NCHW rows, the epilogue (bias per
-  channel, residual, ReLU); store.
+- vector queue: the output transform read from the accumulator, A along the columns
+  as the products arrive and A^T along the rows summed term by term as those come, so
+  little is left after the last product;
+- compute queue, tile row by tile row: one transpose per output row into NCHW rows,
+  the epilogue (bias per channel, residual, ReLU), the store (overlapping the next
+  tile row's).
 The vector-queue work of a step runs beside the products of the steps around it
 (double-buffered slots; a step's transposes and epilogue come after the next step's
 products on the compute queue).
