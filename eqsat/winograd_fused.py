@@ -113,15 +113,9 @@ def pack_of(hw: Hardware, c: int, o: int, a: int) -> int:
     return max(1, min(hw.array_rows // c, hw.array_cols // o, a * a))
 
 
-def _vec(ins: Instr) -> Instr:
-    """An instruction of a transform, issued to the vector queue (beside the products)."""
-    if isinstance(ins, Unary):  # a lone term: x + 0 is x
-        ins = Binary(op="add", dst=ins.dst, a=ins.src, imm=0.0)
-    return dataclasses.replace(ins, vector_queue=True)
-
-
 def _combine(dst: Tile, terms, tmp: Tile) -> list[Instr]:
-    return [_vec(i) for i in combine(dst, terms, tmp)]
+    """A transform's linear combination, issued to the vector queue (beside the products)."""
+    return combine(dst, terms, tmp, vector_queue=True)
 
 
 def _accumulate(dst: Tile, first, term, tmp: Tile) -> list[Instr]:
@@ -134,11 +128,11 @@ def _accumulate(dst: Tile, first, term, tmp: Tile) -> list[Instr]:
     a = s0 if pending else dst
     op = "add" if c > 0 else "sub"
     if abs(c) == 1:
-        return [_vec(Binary(op=op, dst=dst, a=a, b=s))]
+        return [Binary(op=op, dst=dst, a=a, b=s, vector_queue=True)]
     t = Tile("sram", tmp.addr, s.rows, s.cols, "f32")
     return [
-        _vec(Binary(op="mul", dst=t, a=s, imm=abs(c))),
-        _vec(Binary(op=op, dst=dst, a=a, b=t)),
+        Binary(op="mul", dst=t, a=s, imm=abs(c), vector_queue=True),
+        Binary(op=op, dst=dst, a=a, b=t, vector_queue=True),
     ]
 
 
@@ -390,7 +384,7 @@ def conv_instrs(
         for (ar, b), (_, src, pending) in firsts.items():  # an output of one term
             if pending:
                 dp = _at(px, (ar * span * m + b) * o, sp, o, m * o)
-                f.add(_vec(Binary(op="add", dst=dp, a=src, imm=0.0)))
+                f.add(Binary(op="add", dst=dp, a=src, imm=0.0, vector_queue=True))
         f.mark(f"ot{g}")
 
     def residual_load(g: int) -> None:
@@ -505,6 +499,8 @@ def _conv_block(
     pk = pack_of(hw, c, o, m + 2)
     best = None
     for nb, flat in itertools.product(_nbs(th), (False, True)):
+        if flat and nb == 1:  # one tile row a step: the spare tile only adds work
+            continue
         p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, nb, pk, flat, True, True, True)
         if not _usable(p):
             continue

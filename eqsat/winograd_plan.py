@@ -122,24 +122,30 @@ def _at(t: Tile, elems: int, rows: int, cols: int, stride: int | None = None) ->
     return Tile("sram", t.addr + elems * ISZ, rows, cols, "f32", stride)
 
 
-def combine(dst: Tile, terms: list[tuple[float, Tile]], tmp: Tile) -> list[Instr]:
-    """dst = sum c * src, one instruction per term (see the module doc)."""
+def combine(
+    dst: Tile, terms: list[tuple[float, Tile]], tmp: Tile, vector_queue: bool = False
+) -> list[Instr]:
+    """dst = sum c * src, one instruction per term (see the module doc); with
+    `vector_queue` issued to the vector queue (a lone term then as x + 0)."""
     terms = sorted(terms, key=lambda t: (t[0] != 1, t[0] != -1))
     c0, s0 = terms[0]
     assert c0 == 1, "every row of the transforms has a +1 term"
-    out: list[Instr] = []
+    vq = vector_queue
     if len(terms) == 1:
+        if vq:
+            return [Binary(op="add", dst=dst, a=s0, imm=0.0, vector_queue=True)]
         return [Unary(op="copy", dst=dst, src=s0)]
+    out: list[Instr] = []
     first = True
     for c, s in terms[1:]:
         a = s0 if first else dst
         op = "add" if c > 0 else "sub"
         if abs(c) == 1:
-            out.append(Binary(op=op, dst=dst, a=a, b=s))
+            out.append(Binary(op=op, dst=dst, a=a, b=s, vector_queue=vq))
         else:
             t = Tile("sram", tmp.addr, s.rows, s.cols, "f32")
-            out.append(Binary(op="mul", dst=t, a=s, imm=float(abs(c))))
-            out.append(Binary(op=op, dst=dst, a=a, b=t))
+            out.append(Binary(op="mul", dst=t, a=s, imm=float(abs(c)), vector_queue=vq))
+            out.append(Binary(op=op, dst=dst, a=a, b=t, vector_queue=vq))
         first = False
     return out
 
