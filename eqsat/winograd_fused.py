@@ -45,14 +45,14 @@ from eqsat.winograd_plan import (
     ISZ,
     UNFIT,
     Instrs,
-    _Alloc,
-    _at,
-    _cost,
-    _price,
-    _rank,
-    _rows,
-    _with,
+    SramAlloc,
     combine,
+    plan_cycles,
+    planned_cost,
+    ranked_cycles,
+    sub_tile,
+    term_rows,
+    with_tokens,
 )
 from hwsim.costmodel import KernelCost
 from hwsim.hardware import Hardware
@@ -150,7 +150,7 @@ class _Flow:
         self.pending += [self.tag + t for t in tokens]
 
     def add(self, ins: Instr) -> None:
-        self.out.append(_with(ins, tuple(self.pending), ()))
+        self.out.append(with_tokens(ins, tuple(self.pending), ()))
         self.pending = []
 
     def extend(self, instrs: list[Instr]) -> None:
@@ -159,7 +159,7 @@ class _Flow:
 
     def mark(self, *tokens: str) -> None:
         last = self.out[-1]
-        self.out[-1] = _with(last, (), tuple(self.tag + t for t in tokens))
+        self.out[-1] = with_tokens(last, (), tuple(self.tag + t for t in tokens))
 
 
 def conv_instrs(
@@ -188,7 +188,7 @@ def conv_instrs(
     # pixels from the first (the spare tile reads zeros and the next row's start)
     row = (m * tws if p.flat else wp) * c
     qcols = nb * m * m * tw
-    al, acc = _Alloc(None), _Alloc(None)  # type: ignore[arg-type]
+    al, acc = SramAlloc(None), SramAlloc(None)  # type: ignore[arg-type]
     wts = al(gs * pk * c, pk * o)
     bt = al(o, 1) if p.bias else None
     xs = [al(c, xrows * p.w) for _ in range(slots)]
@@ -207,7 +207,7 @@ def conv_instrs(
     if limits is not None and (al.top > limits[0] or acc.top > limits[1]):
         out.sram = max(al.top, limits[0] + 1)
         return out
-    bt_rows, at = _rows(BT[m]), _rows(AT[m])
+    bt_rows, at = term_rows(BT[m]), term_rows(AT[m])
     f = _Flow(tag)
     # prologue: zeros in the image slots (and in residual slots of cropped rows); the
     # weights and the bias come after the first image rows (weights(), below)
@@ -289,7 +289,7 @@ def conv_instrs(
                 f.wait(f"xl{g}_{piece}")
             f.add(
                 Transpose(
-                    dst=_at(img, (1 + r) * row + p.pw * c, p.w, c),
+                    dst=sub_tile(img, (1 + r) * row + p.pw * c, p.w, c),
                     src=Tile("sram", xt.addr + hx * p.w * ISZ, c, p.w, "f32", xrows * p.w),
                 )
             )
@@ -297,7 +297,7 @@ def conv_instrs(
         if g >= 2:  # rows outside x: the slot held image rows two steps ago
             for r in range(rows):
                 if r not in inside:
-                    t = _at(img, (1 + r) * row, 1, row)
+                    t = sub_tile(img, (1 + r) * row, 1, row)
                     f.add(Select(dst=t, cond=t, imm_a=0.0, imm_b=0.0))
         f.mark(f"xf{g}", f"tt{g}")
 
@@ -311,16 +311,16 @@ def conv_instrs(
         if g >= 2:
             f.wait(f"mf{g - 2}")
         for xi, terms in enumerate(bt_rows):  # per row output of B^T, its points
-            dz = _at(z, xi * nb * row, nbg, row)  # B^T along the rows: whole padded rows
-            srcs = [(cf, _at(img, (1 + i) * row, nbg, row, m * row)) for cf, i in terms]
+            dz = sub_tile(z, xi * nb * row, nbg, row)  # B^T along the rows: whole padded rows
+            srcs = [(cf, sub_tile(img, (1 + i) * row, nbg, row, m * row)) for cf, i in terms]
             f.extend(_combine(dz, srcs, tmp))
             for nu in range(a):  # B along the columns
                 k = xi * a + nu
                 gi, j = divmod(k, pk)
                 for r0, rn in [(0, nbg * tws)] if p.flat else [(r, tw) for r in range(nbg)]:
                     zr = xi * nb * row + r0 * m * c if p.flat else (xi * nb + r0) * row
-                    srcs = [(cf, _at(z, zr + jj * c, rn, c, m * c)) for cf, jj in bt_rows[nu]]
-                    dv = _at(v, (gi * span + r0 * tws) * pk * c + j * c, rn, c, pk * c)
+                    srcs = [(cf, sub_tile(z, zr + jj * c, rn, c, m * c)) for cf, jj in bt_rows[nu]]
+                    dv = sub_tile(v, (gi * span + r0 * tws) * pk * c + j * c, rn, c, pk * c)
                     f.extend(_combine(dv, srcs, tmp))
                 if j == pk - 1 or k == aa - 1:
                     f.mark(f"v{g}_{gi}")
@@ -357,13 +357,13 @@ def conv_instrs(
         _, ty0 = steps[g]
         sp = min(nb, p.th - ty0) * tws
         mt, px = ms[g % slots], pix[g % slots]
-        done, firsts, scratch = -1, {}, _at(tmp, 0, sp, o)
+        done, firsts, scratch = -1, {}, sub_tile(tmp, 0, sp, o)
         for xi in range(a):  # A along the columns, from the accumulator, then ...
             need = (xi * a + a - 1) // pk
             f.wait(*(f"mg{g}_{gi}" for gi in range(done + 1, need + 1)))
             done = max(done, need)
             for b, terms in enumerate(at):
-                dz = _at(zc, (xi * m + b) * span * o, sp, o)
+                dz = sub_tile(zc, (xi * m + b) * span * o, sp, o)
                 srcs = [(cf, point(mt, xi * a + nu, sp)) for cf, nu in terms]
                 f.extend(_combine(dz, srcs, scratch))
             if xi == a - 1:
@@ -374,8 +374,8 @@ def conv_instrs(
                 cf = float(AT[m][ar, xi])
                 if cf == 0:
                     continue
-                dp = _at(px, (ar * span * m + b) * o, sp, o, m * o)
-                src = _at(zc, (xi * m + b) * span * o, sp, o)
+                dp = sub_tile(px, (ar * span * m + b) * o, sp, o, m * o)
+                src = sub_tile(zc, (xi * m + b) * span * o, sp, o)
                 first = firsts.setdefault((ar, b), (cf, src, True))
                 if first[2] and first[1] is src:
                     continue  # the first term waits for the second (one add for both)
@@ -383,7 +383,7 @@ def conv_instrs(
                 f.extend(_accumulate(dp, first, (cf, src), scratch))
         for (ar, b), (_, src, pending) in firsts.items():  # an output of one term
             if pending:
-                dp = _at(px, (ar * span * m + b) * o, sp, o, m * o)
+                dp = sub_tile(px, (ar * span * m + b) * o, sp, o, m * o)
                 f.add(Binary(op="add", dst=dp, a=src, imm=0.0, vector_queue=True))
         f.mark(f"ot{g}")
 
@@ -429,15 +429,15 @@ def conv_instrs(
         for r in range(nbg):  # tile row by tile row: a row's store overlaps the next
             h0, hn = r * m, min(m, hv - r * m)
             for ar in range(hn):
-                srcp = _at(px, ((ar * span + r * tws) * m) * o, tw * m, o)
-                f.add(Transpose(dst=_at(q, (h0 + ar) * wop, o, wop, qcols), src=srcp))
+                srcp = sub_tile(px, ((ar * span + r * tws) * m) * o, tw * m, o)
+                f.add(Transpose(dst=sub_tile(q, (h0 + ar) * wop, o, wop, qcols), src=srcp))
             if r == nbg - 1:
                 f.mark(f"pf{g}")
-            valid = _at(q, h0 * wop, o, hn * wop, qcols)
+            valid = sub_tile(q, h0 * wop, o, hn * wop, qcols)
             if bt is not None:
                 f.add(Binary(op="add", dst=valid, a=valid, b=bt, bcast="col"))
             if rs:
-                rv = _at(rs[g % slots], h0 * wop, o, hn * wop, qcols)
+                rv = sub_tile(rs[g % slots], h0 * wop, o, hn * wop, qcols)
                 f.add(Binary(op="add", dst=valid, a=valid, b=rv))
             if p.relu:
                 f.add(Unary(op="relu", dst=valid, src=valid))
@@ -447,7 +447,7 @@ def conv_instrs(
                 f.add(
                     Store(
                         dst=DramRef(y, base + h0 * p.wo, o, hn * p.wo, p.ho * p.wo),
-                        src=_at(q, h0 * wop, o, hn * p.wo, qcols),
+                        src=sub_tile(q, h0 * wop, o, hn * p.wo, qcols),
                     )
                 )
             else:
@@ -455,7 +455,7 @@ def conv_instrs(
                     f.add(
                         Store(
                             dst=DramRef(y, base + hh * p.wo, o, p.wo, p.ho * p.wo),
-                            src=_at(q, hh * wop, o, p.wo, qcols),
+                            src=sub_tile(q, hh * wop, o, p.wo, qcols),
                         )
                     )
         f.mark(f"qs{g}")
@@ -509,7 +509,7 @@ def _conv_block(
         )
         if probe.sram > hw.sram_bytes:
             continue
-        rank = _rank(hw, probe, p.steps) if p.steps > 3 else _price(hw, probe)
+        rank = ranked_cycles(hw, probe, p.steps) if p.steps > 3 else plan_cycles(hw, probe)
         if best is None or rank < best[1]:
             best = ((nb, flat), rank)
     return None if best is None else best[0]
@@ -543,7 +543,7 @@ def conv_plan(
     pk = pack_of(hw, c, o, m + 2)
     p = ConvPlan(n, c, o, h, w, m, pad[0], pad[1], ho, wo, block[0], pk, block[1], *epilogue)
     b, r = "b" if p.bias else None, "r" if p.residual else None
-    return p, _price(hw, conv_instrs(p, "x", "u", "y", b, r))
+    return p, plan_cycles(hw, conv_instrs(p, "x", "u", "y", b, r))
 
 
 def conv_cost(hw: Hardware, x_shape, u_shape, m: int, padding, epilogue) -> KernelCost:
@@ -551,8 +551,8 @@ def conv_cost(hw: Hardware, x_shape, u_shape, m: int, padding, epilogue) -> Kern
     o = int(u_shape[2])
     found = conv_plan(hw, n, c, o, h, w, m, (int(padding[0]), int(padding[1])), tuple(epilogue))
     if found is None:
-        return _cost(UNFIT, 0, False)
+        return planned_cost(UNFIT, 0, False)
     ho, wo = h + 2 * padding[0] - 2, w + 2 * padding[1] - 2
     out = n * o * ho * wo
     dram = ISZ * (n * c * h * w + int(u_shape[0]) * c * o + out * (2 if epilogue[1] else 1))
-    return _cost(found[1], dram + (ISZ * o if epilogue[0] else 0))
+    return planned_cost(found[1], dram + (ISZ * o if epilogue[0] else 0))

@@ -201,7 +201,7 @@ def test_the_fused_kernel_simulates_the_reference_at_its_price(
     plan's price (the cost model's when the plan is its own choice)."""
     import backend.winograd as lowering
     from eqsat.winograd_fused import ConvPlan, conv_instrs, conv_plan
-    from eqsat.winograd_plan import _price
+    from eqsat.winograd_plan import plan_cycles
 
     hw = load_hardware(hw_name)
     h, wd = hw_
@@ -219,7 +219,7 @@ def test_the_fused_kernel_simulates_the_reference_at_its_price(
         plan = ConvPlan(
             n, c, o, h, wd, m, pad, pad, ho, wo, forced[0], plan.pack, forced[1], *epilogue
         )
-        price = _price(hw, conv_instrs(plan, "x", "u", "y", "b", "r" if epilogue[1] else None))
+        price = plan_cycles(hw, conv_instrs(plan, "x", "u", "y", "b", "r" if epilogue[1] else None))
         monkeypatch.setattr(lowering, "conv_plan", lambda *a: (plan, price))
     if hw_name == "datacenter":
         assert plan.pack > 1  # small channels: transform points share one product
