@@ -1,4 +1,5 @@
-"""Winograd convolution kernels: the input and output transforms of eqsat/ops/winograd.py.
+"""Winograd convolution kernels: the input and output transforms of eqsat/ops/winograd.py,
+and the whole convolution as one kernel (winograd_conv*, eqsat/winograd_fused.py).
 
 The instructions come from eqsat/winograd_plan.py, the plan the cost model replays;
 here they are placed in the program: DRAM references moved onto the buffers the
@@ -14,7 +15,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
-from eqsat.ops.winograd import EPILOGUES, input_out_hw, tiles
+from eqsat.ops.winograd import CONV_EPILOGUES, EPILOGUES, input_out_hw, tiles
+from eqsat.winograd_fused import conv_instrs, conv_plan
 from eqsat.winograd_plan import input_instrs, input_plan, output_instrs, output_plan
 from hwsim.isa import DramRef, Instr, Load, Store
 
@@ -146,6 +148,41 @@ def _fits_nhwc(c: Compiler, plan) -> bool:
     return probe.sram <= c.hw.sram_bytes
 
 
+def lower_winograd_conv(c: Compiler, i: int, node: Node) -> Value:
+    """The whole convolution in one kernel (eqsat/winograd_fused.py): x read as it is
+    (NCHW), no padding kernel, the transformed tiles on chip."""
+    bias, residual, relu = CONV_EPILOGUES[node.op]
+    xt, ut = (c.graph.nodes[j].type for j in node.inputs[:2])
+    x = _dense(c, i, c.as_view(c.value(node.inputs[0]), xt.shape, c.label(i)))
+    u = _dense(c, i, c.as_view(c.value(node.inputs[1]), ut.shape, c.label(i)))
+    m = int(node.attr("m"))  # type: ignore[call-overload]
+    pad = tuple(int(p) for p in node.attr("padding"))  # type: ignore[union-attr]
+    n, ch, h, w = xt.shape
+    found = conv_plan(c.hw, n, ch, ut.shape[2], h, w, m, pad, (bias, residual, relu))
+    if found is None:
+        raise BackendError(f"{c.label(i)}: no fused Winograd block fits {c.hw.name}'s SRAM")
+    plan = found[0]
+    places: dict[str, View] = {"x": x, "u": u}
+    reads = [x, u]
+    for name, k, on in (("b", 2, bias), ("r", 3, residual)):
+        if on:
+            t = c.graph.nodes[node.inputs[k]].type
+            v = c.as_view(c.value(node.inputs[k]), t.shape, c.label(i))
+            if name == "r" and t.shape != node.type.shape:
+                v = v.broadcast_to(node.type.shape)
+            places[name] = _dense(c, i, v)
+            reads.append(places[name])
+    out = c.new_buffer("f32", node.type.shape, c.label(i))
+    places["y"] = out
+
+    def instrs():
+        b, r = "b" if bias else None, "r" if residual else None
+        return conv_instrs(plan, "x", "u", "y", b, r)
+
+    _emit(c, c.kernel_name(i), i, instrs, places, reads, [out])
+    return out
+
+
 def lower_winograd_weight(c: Compiler, i: int, node: Node) -> Value:
     raise BackendError(
         f"{c.label(i)}: winograd_weight runs when the weights are loaded; its operand "
@@ -157,4 +194,5 @@ LOWER_WINOGRAD = {
     "winograd_input": lower_winograd_input,
     "winograd_weight": lower_winograd_weight,
     **dict.fromkeys(EPILOGUES, lower_winograd_output),
+    **dict.fromkeys(CONV_EPILOGUES, lower_winograd_conv),
 }

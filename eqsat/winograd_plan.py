@@ -106,7 +106,7 @@ class Instrs(list):
     steps: list[int]
 
 
-class _Alloc:
+class SramAlloc:
     def __init__(self, hw: Hardware) -> None:
         self.hw, self.top = hw, 0
 
@@ -117,34 +117,40 @@ class _Alloc:
         return t
 
 
-def _at(t: Tile, elems: int, rows: int, cols: int, stride: int | None = None) -> Tile:
+def sub_tile(t: Tile, elems: int, rows: int, cols: int, stride: int | None = None) -> Tile:
     """rows x cols from element `elems` of t (row stride `stride`, dense by default)."""
     return Tile("sram", t.addr + elems * ISZ, rows, cols, "f32", stride)
 
 
-def combine(dst: Tile, terms: list[tuple[float, Tile]], tmp: Tile) -> list[Instr]:
-    """dst = sum c * src, one instruction per term (see the module doc)."""
+def combine(
+    dst: Tile, terms: list[tuple[float, Tile]], tmp: Tile, vector_queue: bool = False
+) -> list[Instr]:
+    """dst = sum c * src, one instruction per term (see the module doc); with
+    `vector_queue` issued to the vector queue (a lone term then as x + 0)."""
     terms = sorted(terms, key=lambda t: (t[0] != 1, t[0] != -1))
     c0, s0 = terms[0]
     assert c0 == 1, "every row of the transforms has a +1 term"
-    out: list[Instr] = []
+    vq = vector_queue
     if len(terms) == 1:
+        if vq:
+            return [Binary(op="add", dst=dst, a=s0, imm=0.0, vector_queue=True)]
         return [Unary(op="copy", dst=dst, src=s0)]
+    out: list[Instr] = []
     first = True
     for c, s in terms[1:]:
         a = s0 if first else dst
         op = "add" if c > 0 else "sub"
         if abs(c) == 1:
-            out.append(Binary(op=op, dst=dst, a=a, b=s))
+            out.append(Binary(op=op, dst=dst, a=a, b=s, vector_queue=vq))
         else:
             t = Tile("sram", tmp.addr, s.rows, s.cols, "f32")
-            out.append(Binary(op="mul", dst=t, a=s, imm=float(abs(c))))
-            out.append(Binary(op=op, dst=dst, a=a, b=t))
+            out.append(Binary(op="mul", dst=t, a=s, imm=float(abs(c)), vector_queue=vq))
+            out.append(Binary(op=op, dst=dst, a=a, b=t, vector_queue=vq))
         first = False
     return out
 
 
-def _rows(mat: np.ndarray) -> list[list[tuple[float, int]]]:
+def term_rows(mat: np.ndarray) -> list[list[tuple[float, int]]]:
     return [[(float(v), j) for j, v in enumerate(row) if v != 0] for row in mat]
 
 
@@ -166,20 +172,20 @@ def _step(
     out: list[Instr] = []
     for j, ld in enumerate(loads):
         wait = (tok("f", g),) if j == 0 and g >= 2 else ()
-        out.append(_with(ld, wait, (tok("l", g),)))
+        out.append(with_tokens(ld, wait, (tok("l", g),)))
     first_wait = (tok("l", g),) * len(loads) + ((tok("o", g),) if g >= 2 else ())
     for j, ins in enumerate(compute):
         wait = first_wait if j == 0 else ()
         signal = (tok("f", g), tok("s", g)) if j == len(compute) - 1 else ()
-        out.append(_with(ins, wait, signal))
+        out.append(with_tokens(ins, wait, signal))
     for j, st in enumerate(stores):
         wait = (tok("s", g),) if j == 0 else ()
         signal = (tok("o", g),) if j == len(stores) - 1 else ()
-        out.append(_with(st, wait, signal))
+        out.append(with_tokens(st, wait, signal))
     return out
 
 
-def _with(ins: Instr, wait: tuple, signal: tuple) -> Instr:
+def with_tokens(ins: Instr, wait: tuple, signal: tuple) -> Instr:
     if not wait and not signal:
         return ins
     return dataclasses.replace(ins, wait=(*ins.wait, *wait), signal=(*ins.signal, *signal))
@@ -198,14 +204,14 @@ def input_instrs(
 ) -> Instrs:
     """The input transform's loop: src the padded NHWC image [N, Hp, Wp, C], dst V
     [a*a, N*th*tw, C] (DRAM buffers addressed from element 0)."""
-    al = _Alloc(None)  # type: ignore[arg-type]
+    al = SramAlloc(None)  # type: ignore[arg-type]
     a, m, cb, wp, tw = p.a, p.m, p.cb, p.wp, p.tw
     rows_max = m * p.nb + 2
     imgs = [al(rows_max * wp, cb), al(rows_max * wp, cb)]
     z = al(a * p.nb, wp * cb)  # row pass: a outputs x nb tile rows, whole padded rows
     vs = [al(a * a * p.nb * tw, cb), al(a * a * p.nb * tw, cb)]
     tmp = al(p.nb, wp * cb)
-    bt = _rows(BT[m])
+    bt = term_rows(BT[m])
     t_total = p.n * p.th * tw
     tok = _Tokens(tag)
     out = Instrs()
@@ -228,16 +234,16 @@ def input_instrs(
                 comp: list[Instr] = []
                 row = wp * cb  # elements of one padded row in the image slot
                 for xi, terms in enumerate(bt):
-                    dz = _at(z, xi * p.nb * row, nb, row)
-                    srcs = [(c, _at(img, i * row, nb, row, m * row)) for c, i in terms]
+                    dz = sub_tile(z, xi * p.nb * row, nb, row)
+                    srcs = [(c, sub_tile(img, i * row, nb, row, m * row)) for c, i in terms]
                     comp += combine(dz, srcs, tmp)
                 for xi in range(a):
                     for nu, terms in enumerate(bt):
                         k = xi * a + nu
                         for r in range(nb):
                             zr = (xi * p.nb + r) * row
-                            srcs = [(c, _at(z, zr + j * cb, tw, cb, m * cb)) for c, j in terms]
-                            dv = _at(v, (k * p.nb + r) * tw * cb, tw, cb)
+                            srcs = [(c, sub_tile(z, zr + j * cb, tw, cb, m * cb)) for c, j in terms]
+                            dv = sub_tile(v, (k * p.nb + r) * tw * cb, tw, cb)
                             comp += combine(dv, srcs, tmp)
                 t0 = (n * p.th + ty0) * tw
                 stores = [
@@ -274,7 +280,7 @@ def output_instrs(
     with `residual_nhwc` stored [N, HO, WO, O] (a window kernel's output): loaded
     pixel-major and turned on chip, one transpose per output row (or per block when
     the rows are whole)."""
-    al = _Alloc(None)  # type: ignore[arg-type]
+    al = SramAlloc(None)  # type: ignore[arg-type]
     a, m, ob, tw, th = p.a, p.m, p.ob, p.tw, p.th
     wop = m * tw  # output columns of a tile row, the last tile's beyond WO included
     ms = [al(a * a * p.nb * tw, ob), al(a * a * p.nb * tw, ob)]
@@ -286,7 +292,7 @@ def output_instrs(
     rs = [al(ob, qcols), al(ob, qcols)] if p.residual else []
     rts = [al(p.nb * m * p.wo, ob), al(p.nb * m * p.wo, ob)] if p.residual and residual_nhwc else []
     bt = al(p.o, 1) if p.bias else None
-    at = _rows(AT[m])
+    at = term_rows(AT[m])
     t_total = p.n * th * tw
     out = Instrs()
     out.sram, out.steps = al.top, []
@@ -298,7 +304,7 @@ def output_instrs(
             pro.append(Load(dst=bt, src=DramRef(bias, 0, p.o, 1, 1)))  # type: ignore[arg-type]
         for r in rs:  # one element loaded: the rest of the slot is zero padding
             pro.append(Load(dst=r, src=DramRef(residual, 0, 1, 1, 1)))  # type: ignore[arg-type]
-        out += [_with(ins, (), (f"{tag}pro",)) for ins in pro]
+        out += [with_tokens(ins, (), (f"{tag}pro",)) for ins in pro]
     tok = _Tokens(tag)
     g = 0
     for n in range(p.n):
@@ -374,26 +380,27 @@ def output_instrs(
                 n_el = span * ob  # a full block's elements per transform point
                 for xi in range(a):  # A along the columns: Z[xi][b]
                     for b, terms in enumerate(at):
-                        dz = _at(zc, (xi * m + b) * p.nb * tw * ob, 1, span * ob)
+                        dz = sub_tile(zc, (xi * m + b) * p.nb * tw * ob, 1, span * ob)
                         srcs = [
-                            (c, _at(mt, (xi * a + nu) * p.nb * tw * ob, 1, span * ob))
+                            (c, sub_tile(mt, (xi * a + nu) * p.nb * tw * ob, 1, span * ob))
                             for c, nu in terms
                         ]
-                        comp += combine(dz, srcs, _at(tmp, 0, 1, n_el))
+                        comp += combine(dz, srcs, sub_tile(tmp, 0, 1, n_el))
                 for ar, terms in enumerate(at):  # A^T along the rows, pixel-major out
                     for b in range(m):
-                        dp = _at(pix, (ar * p.nb * tw * m + b) * ob, span, ob, m * ob)
+                        dp = sub_tile(pix, (ar * p.nb * tw * m + b) * ob, span, ob, m * ob)
                         srcs = [
-                            (c, _at(zc, (xi * m + b) * p.nb * tw * ob, span, ob)) for c, xi in terms
+                            (c, sub_tile(zc, (xi * m + b) * p.nb * tw * ob, span, ob))
+                            for c, xi in terms
                         ]
-                        comp += combine(dp, srcs, _at(tmp, 0, span, ob))
+                        comp += combine(dp, srcs, sub_tile(tmp, 0, span, ob))
                 for ar in range(m):  # pixel-major rows -> NCHW rows of the slot
                     for r in range(nb):
                         h = r * m + ar
                         if h >= hv:
                             continue
-                        srcp = _at(pix, ((ar * p.nb + r) * tw * m) * ob, tw * m, ob)
-                        comp.append(Transpose(dst=_at(q, h * wop, ob, wop, qcols), src=srcp))
+                        srcp = sub_tile(pix, ((ar * p.nb + r) * tw * m) * ob, tw * m, ob)
+                        comp.append(Transpose(dst=sub_tile(q, h * wop, ob, wop, qcols), src=srcp))
                 valid = Tile("sram", q.addr, on, hv * wop, "f32", qcols)
                 if bt is not None:
                     col = Tile("sram", bt.addr + o0 * ISZ, on, 1, "f32")
@@ -405,7 +412,9 @@ def output_instrs(
                 if p.relu:
                     comp.append(Unary(op="relu", dst=valid, src=valid))
                 if g == 0 and (bt is not None or rs):
-                    comp[0] = _with(comp[0], (f"{tag}pro",) * (int(bt is not None) + len(rs)), ())
+                    comp[0] = with_tokens(
+                        comp[0], (f"{tag}pro",) * (int(bt is not None) + len(rs)), ()
+                    )
                 base = ((n * p.o + o0) * p.ho + m * ty0) * p.wo
                 if p.wo == wop:
                     stores: list[Instr] = [
@@ -433,7 +442,7 @@ def output_instrs(
 # ---------------------------------------------------------------- plans and prices
 
 
-def _price(hw: Hardware, instrs: list[Instr]) -> int:
+def plan_cycles(hw: Hardware, instrs: list[Instr]) -> int:
     from hwsim.gemm_queues import run_queues
     from hwsim.gemv_split import queue_program
 
@@ -470,7 +479,7 @@ def _channel_blocks(c: int) -> list[int]:
 RANK_STEPS = 6  # steps of a candidate plan replayed to rank it
 
 
-def _rank(hw: Hardware, instrs: Instrs, steps: int) -> float:
+def ranked_cycles(hw: Hardware, instrs: Instrs, steps: int) -> float:
     """A candidate's cycles estimated from its first steps (the loop's steps alike)."""
     from hwsim.gemm_queues import run_queues
     from hwsim.gemv_split import queue_program
@@ -495,13 +504,13 @@ def input_plan(
             if instrs.sram > hw.sram_bytes:
                 continue
             steps = n * -(-th // nb) * (c // cb)
-            rank = _rank(hw, instrs, steps)
+            rank = ranked_cycles(hw, instrs, steps)
             if best is None or rank < best[1]:
                 best = (p, rank)
             break
     if best is None:
         return None
-    return best[0], _price(hw, input_instrs(best[0], "x", "v"))
+    return best[0], plan_cycles(hw, input_instrs(best[0], "x", "v"))
 
 
 @functools.cache
@@ -519,7 +528,7 @@ def _output_blocks(
             instrs = output_instrs(p, "t", "y", "b", "r", limit=hw.sram_bytes, max_steps=RANK_STEPS)
             if instrs.sram > hw.sram_bytes:
                 continue
-            rank = _rank(hw, instrs, n * -(-th // nb) * (o // ob))
+            rank = ranked_cycles(hw, instrs, n * -(-th // nb) * (o // ob))
             if best is None or rank < best[1]:
                 best = ((nb, ob), rank)
             break
@@ -536,10 +545,12 @@ def output_plan(
         return None
     p = OutputPlan(n, o, m, ho, wo, *blocks, *epilogue)
     bias, res = "b" if p.bias else None, "r" if p.residual else None
-    return p, _price(hw, output_instrs(p, "t", "y", bias, res))
+    return p, plan_cycles(hw, output_instrs(p, "t", "y", bias, res))
 
 
-def _cost(cycles: int, dram: int, feasible: bool = True) -> KernelCost:
+def planned_cost(cycles: int, dram: int, feasible: bool = True) -> KernelCost:
+    """A kernel priced by replaying its plan: the cycles are the replay's (all counted as
+    compute; nothing reads the split between units), the DRAM bytes what it moves."""
     return KernelCost(
         cycles=cycles,
         compute_cycles=cycles,
@@ -566,10 +577,10 @@ def input_cost(hw: Hardware, x_shape, m: int, padding) -> KernelCost:
         hw, tuple(x_shape), ISZ, (padding[0], padding[1]), (m * th + 2, m * tw + 2)
     )
     if found is None:
-        return _cost(UNFIT, 0, False)
+        return planned_cost(UNFIT, 0, False)
     a = m + 2
     dram = ISZ * (n * (m * th + 2) * (m * tw + 2) * c + a * a * n * th * tw * c)
-    return add_costs([prep, _cost(found[1], dram)])
+    return add_costs([prep, planned_cost(found[1], dram)])
 
 
 def output_cost(hw: Hardware, t_shape, m: int, size, epilogue) -> KernelCost:
@@ -578,10 +589,10 @@ def output_cost(hw: Hardware, t_shape, m: int, size, epilogue) -> KernelCost:
     n = t // (th * tw)
     found = output_plan(hw, n, o, m, int(size[0]), int(size[1]), tuple(epilogue))
     if found is None:
-        return _cost(UNFIT, 0, False)
+        return planned_cost(UNFIT, 0, False)
     out = n * o * size[0] * size[1]
     dram = ISZ * (aa * t * o + out * (2 if epilogue[1] else 1) + (o if epilogue[0] else 0))
-    return _cost(found[1], dram)
+    return planned_cost(found[1], dram)
 
 
 WINOGRAD_OPS = frozenset(
@@ -592,6 +603,10 @@ WINOGRAD_OPS = frozenset(
         "winograd_output_bias",
         "winograd_output_bias_relu",
         "winograd_output_bias_add_relu",
+        "winograd_conv",
+        "winograd_conv_bias",
+        "winograd_conv_bias_relu",
+        "winograd_conv_bias_add_relu",
     }
 )
 
@@ -599,15 +614,19 @@ WINOGRAD_OPS = frozenset(
 def winograd_cost(hw: Hardware, op_name: str, in_types, out, attrs, unrunnable: int) -> KernelCost:
     """The price of a Winograd op as the backend runs it. The weight transform runs at
     load time (prepared weights are free); of a run-time tensor it cannot run."""
-    from eqsat.ops.winograd import EPILOGUES
+    from eqsat.ops.winograd import CONV_EPILOGUES, EPILOGUES
+    from eqsat.winograd_fused import conv_cost
 
     m = int(attrs["m"])
     if op_name == "winograd_weight":
-        return _cost(unrunnable, 0, False)
-    if op_name == "winograd_input":
+        return planned_cost(unrunnable, 0, False)
+    if op_name in CONV_EPILOGUES:  # the whole convolution in one kernel
+        pad = tuple(attrs["padding"])
+        cost = conv_cost(hw, in_types[0].shape, in_types[1].shape, m, pad, CONV_EPILOGUES[op_name])
+    elif op_name == "winograd_input":
         cost = input_cost(hw, in_types[0].shape, m, tuple(attrs["padding"]))
     else:
         cost = output_cost(hw, in_types[0].shape, m, tuple(attrs["size"]), EPILOGUES[op_name])
     if not cost.feasible:
-        return _cost(cost.cycles + unrunnable, cost.dram_bytes, False)
+        return planned_cost(cost.cycles + unrunnable, cost.dram_bytes, False)
     return cost

@@ -290,3 +290,43 @@ EPILOGUES = {
     "winograd_output_bias_relu": (True, False, True),
     "winograd_output_bias_add_relu": (True, True, True),
 }
+
+
+# The whole Winograd convolution as one kernel (eqsat/winograd_fused.py): the input
+# transform, the product per transform point and the output transform with its
+# epilogue, the transformed tiles kept on chip; u is winograd_weight(w), prepared when
+# the weights are loaded.
+_PAD = AttrSpec("padding", AttrType.INTS, (0, 0), "zero padding [PH, PW] of the convolution")
+_PRODUCT = call(
+    "matmul", call("winograd_input", "x", m=AttrRef("m"), padding=AttrRef("padding")), "u"
+)
+_CONV_OUT = call("winograd_output", _PRODUCT, m=AttrRef("m"), size=AttrRef("size"))
+_CONV_BIAS = call("add", _CONV_OUT, "b")
+
+
+def _conv_bias(ts: Sequence[TensorType], out: TensorType) -> None:
+    _per_channel_bias([ts[1], ts[2]], out)
+
+
+fused("winograd_conv", ("x", "u"), _CONV_OUT, (_M, _PAD, _SIZE))
+fused("winograd_conv_bias", ("x", "u", "b"), _CONV_BIAS, (_M, _PAD, _SIZE), check=_conv_bias)
+fused(
+    "winograd_conv_bias_relu",
+    ("x", "u", "b"),
+    call("relu", _CONV_BIAS),
+    (_M, _PAD, _SIZE),
+    check=_conv_bias,
+)
+fused(
+    "winograd_conv_bias_add_relu",
+    ("x", "u", "b", "r"),
+    call("relu", call("add", _CONV_BIAS, "r")),
+    (_M, _PAD, _SIZE),
+    check=_conv_bias,
+)
+CONV_EPILOGUES = {
+    "winograd_conv": (False, False, False),  # (bias, residual, relu)
+    "winograd_conv_bias": (True, False, False),
+    "winograd_conv_bias_relu": (True, False, True),
+    "winograd_conv_bias_add_relu": (True, True, True),
+}

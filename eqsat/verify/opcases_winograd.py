@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import OpDef
-from eqsat.ops.winograd import TILE_SIZES, tiles
+from eqsat.ops.winograd import CONV_EPILOGUES, TILE_SIZES, input_out_hw, tiles
 from eqsat.verify.cases import Family, OpCase
 from eqsat.verify.space import NoCase, Space, choice, ints
 
@@ -72,6 +72,23 @@ def _draw_epilogue(draw, op: OpDef, first, space: Space) -> OpCase:
     return OpCase(op.name, tuple(types), base.attrs)
 
 
+def _draw_conv(draw, op: OpDef, first, space: Space) -> OpCase:
+    """The fused convolution: x as winograd_input takes it, u = winograd_weight's
+    [a*a, C, O], a bias of one value per output channel and a residual of the output's
+    shape where the op takes them."""
+    base = _draw_input(draw, op, first, space)
+    (x,) = base.in_types
+    m, pad = base.attrs["m"], base.attrs["padding"]
+    o = draw(space.sides(4))
+    ho, wo = input_out_hw(x, pad)
+    types = [x, TensorType(DType.F32, ((m + 2) ** 2, x.shape[1], o))]
+    if "b" in op.operands:
+        types.append(TensorType(DType.F32, (o, 1, 1)))
+    if "r" in op.operands:
+        types.append(TensorType(DType.F32, (x.shape[0], o, ho, wo)))
+    return OpCase(op.name, tuple(types), {"m": m, "padding": pad, "size": (ho, wo)})
+
+
 # The fused epilogue kernels take a per-channel bias, which the generic generator of
 # fused kernels (drawing any bias the body's broadcasting allows) rarely draws.
 WINOGRAD_EPILOGUE_GENERATORS = {
@@ -82,6 +99,12 @@ WINOGRAD_EPILOGUE_GENERATORS = {
         "winograd_output_bias_add_relu",
     )
 }
+WINOGRAD_EPILOGUE_GENERATORS.update(
+    {
+        name: Family(lambda op, t: t.rank == 4 and t.dtype is DType.F32, _draw_conv)
+        for name in CONV_EPILOGUES
+    }
+)
 WINOGRAD_GENERATORS = {
     "winograd_output": Family(_accepts_output, _draw_output),
     "winograd_input": Family(lambda op, t: t.rank == 4 and t.dtype is DType.F32, _draw_input),

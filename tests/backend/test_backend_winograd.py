@@ -164,3 +164,75 @@ def test_a_residual_a_pool_left_pixel_major_is_turned_on_chip(hw_name, side):
         load_hardware(hw_name), n.op, [graph.nodes[j].type for j in n.inputs], n.type, n.attr_dict
     )
     assert abs(model.cycles - sim) <= 0.1 * sim, (model.cycles, sim)
+
+
+def _fused_graph(n, c, o, hw_, m, pad, op):
+    h, wd = hw_
+    ho, wo = h + 2 * pad - 2, wd + 2 * pad - 2
+    b = GraphBuilder("w")
+    x = b.leaf("input", "x", TensorType(F32, (n, c, h, wd)))
+    w = b.leaf("param", "w", TensorType(F32, (o, c, 3, 3)))
+    args = [x, b.add("winograd_weight", [w], {"m": m}, "u")]
+    if op != "winograd_conv":
+        args.append(b.leaf("param", "b", TensorType(F32, (o, 1, 1))))
+    if op == "winograd_conv_bias_add_relu":
+        args.append(b.leaf("input", "r", TensorType(F32, (n, o, ho, wo))))
+    attrs = {"m": m, "padding": [pad, pad], "size": [ho, wo]}
+    b.output("y", b.add(op, args, attrs, "y"))
+    return b.graph
+
+
+FUSED_CASES = [  # n, c, o, (h, w), m, padding, op, forced (tile rows per step, flat)
+    (2, 8, 16, (11, 9), 4, 1, "winograd_conv_bias_add_relu", None),  # cropped rows, 2 images
+    (1, 16, 16, (12, 12), 2, 1, "winograd_conv_bias_relu", (2, True)),  # 3 steps, spare tiles
+    (1, 8, 8, (10, 7), 4, 0, "winograd_conv", (1, False)),  # no padding, one tile row a step
+    (1, 16, 24, (7, 7), 2, 1, "winograd_conv_bias", (4, False)),  # a short last step
+]
+
+
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+@pytest.mark.parametrize(("n", "c", "o", "hw_", "m", "pad", "op", "forced"), FUSED_CASES)
+def test_the_fused_kernel_simulates_the_reference_at_its_price(
+    hw_name, n, c, o, hw_, m, pad, op, forced, monkeypatch
+):
+    """The whole convolution in one kernel (eqsat/winograd_fused.py): x read NCHW with
+    no padding kernel, packed products where the channels leave the array room
+    (datacenter), several steps reusing their slots; the simulated cycles are the
+    plan's price (the cost model's when the plan is its own choice)."""
+    import backend.winograd as lowering
+    from eqsat.winograd_fused import ConvPlan, conv_instrs, conv_plan
+    from eqsat.winograd_plan import plan_cycles
+
+    hw = load_hardware(hw_name)
+    h, wd = hw_
+    ho, wo = h + 2 * pad - 2, wd + 2 * pad - 2
+    epilogue = {
+        "winograd_conv": (False, False, False),
+        "winograd_conv_bias": (True, False, False),
+        "winograd_conv_bias_relu": (True, False, True),
+        "winograd_conv_bias_add_relu": (True, True, True),
+    }[op]
+    chosen = conv_plan(hw, n, c, o, h, wd, m, (pad, pad), epilogue)
+    assert chosen is not None
+    plan = chosen[0]
+    if forced is not None:
+        plan = ConvPlan(
+            n, c, o, h, wd, m, pad, pad, ho, wo, forced[0], plan.pack, forced[1], *epilogue
+        )
+        price = plan_cycles(hw, conv_instrs(plan, "x", "u", "y", "b", "r" if epilogue[1] else None))
+        monkeypatch.setattr(lowering, "conv_plan", lambda *a: (plan, price))
+    if hw_name == "datacenter":
+        assert plan.pack > 1  # small channels: transform points share one product
+    graph = _fused_graph(n, c, o, hw_, m, pad, op)
+    bindings = random_bindings(graph, 0)
+    got, report, _ = run_backend(graph, hw_name, bindings)
+    assert_matches(graph, got, reference(graph, bindings))
+    (kernel,) = [k for k in report.kernels if k.name.startswith("winograd_conv")]
+    assert len(report.kernels) == 1, [k.name for k in report.kernels]  # no prep kernel
+    if forced is None:
+        (node,) = [nd for _, nd in graph if nd.op == op]
+        types = [graph.nodes[j].type for j in node.inputs]
+        model = op_cost(hw, op, types, node.type, node.attr_dict)
+        assert model is not None and model.cycles == kernel.cycles, (model, kernel.cycles)
+    else:
+        assert kernel.cycles == price, (kernel.cycles, price)
