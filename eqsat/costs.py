@@ -46,7 +46,7 @@ from eqsat.spatial_plan import (
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
-from eqsat.winograd_plan import WINOGRAD_OPS, winograd_cost
+from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
 from hwsim.hardware import Hardware

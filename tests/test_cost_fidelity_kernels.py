@@ -145,6 +145,7 @@ def test_per_channel_requantize_counts_one_instruction_per_channel():
 
 # ---------------------------------------------- fused kernels with integer edges
 
+
 # The registry's fused elementwise ops with an i8 operand or result and no contraction:
 # ONNX Runtime's QLinear* and QDQ patterns, eqsat's own quantized elementwise kernels.
 def _elementwise_body(body) -> bool:
