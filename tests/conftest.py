@@ -39,45 +39,6 @@ settings.load_profile(
 )
 
 
-def _libc_malloc_trim():
-    """glibc's malloc_trim, or None off glibc."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
-
-
-_MALLOC_TRIM = _libc_malloc_trim()
-
-
-_TRIM_ABOVE = 8 << 30  # bytes resident: workers hold 3-7 GB of live state
-
-
-def _resident_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-@pytest.fixture(autouse=True)
-def _return_freed_memory():
-    """After a test that leaves the process above 8 GB resident, hand the heap that
-    e-graphs freed back to the OS. egglog frees an e-graph's memory when it goes, but
-    glibc keeps it in the process (an optimization's first e-graph leaves ~2.6 GB
-    resident, 0.1 GB after a trim), so an xdist worker otherwise only grows: workers
-    reached 10-13 GB and were OOM-killed on 24 GB. (Trimming after every test costs
-    the suite ~2 minutes of page faults, so only past 8 GB.)"""
-    yield
-    if _MALLOC_TRIM is not None and _resident_bytes() > _TRIM_ABOVE:
-        _MALLOC_TRIM(0)
-
-
 @pytest.fixture
 def root() -> Path:
     return ROOT
