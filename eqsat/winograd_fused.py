@@ -46,6 +46,7 @@ from eqsat.winograd_plan import (
     UNFIT,
     Instrs,
     SramAlloc,
+    TileGrid,
     combine,
     plan_cycles,
     planned_cost,
@@ -60,7 +61,7 @@ from hwsim.isa import Binary, DramRef, Instr, Load, Matmul, Select, Store, Tile,
 
 
 @dataclass(frozen=True)
-class ConvPlan:
+class ConvPlan(TileGrid):
     n: int
     c: int
     o: int
@@ -77,18 +78,6 @@ class ConvPlan:
     bias: bool
     residual: bool
     relu: bool
-
-    @property
-    def a(self) -> int:
-        return self.m + 2
-
-    @property
-    def th(self) -> int:
-        return tiles((self.ho, self.wo), self.m)[0]
-
-    @property
-    def tw(self) -> int:
-        return tiles((self.ho, self.wo), self.m)[1]
 
     @property
     def wp(self) -> int:

@@ -72,18 +72,13 @@ class InputPlan:
         return self.m * self.th + 2
 
 
-@dataclass(frozen=True)
-class OutputPlan:
-    n: int
-    o: int
+class TileGrid:
+    """An ho x wo output in m x m tiles (a plan's fields m, ho, wo): the transform's
+    side a = m + 2 and the tile rows and columns."""
+
     m: int
     ho: int
     wo: int
-    nb: int  # tile rows per step
-    ob: int  # output channels per step
-    bias: bool
-    residual: bool
-    relu: bool
 
     @property
     def a(self) -> int:
@@ -96,6 +91,20 @@ class OutputPlan:
     @property
     def tw(self) -> int:
         return tiles((self.ho, self.wo), self.m)[1]
+
+
+@dataclass(frozen=True)
+class OutputPlan(TileGrid):
+    n: int
+    o: int
+    m: int
+    ho: int
+    wo: int
+    nb: int  # tile rows per step
+    ob: int  # output channels per step
+    bias: bool
+    residual: bool
+    relu: bool
 
 
 class Instrs(list):
