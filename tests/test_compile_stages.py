@@ -34,12 +34,14 @@ def test_emit_model_loads_and_computes_the_same(tmp_path, capsys):
 def test_emit_egglog_replays_in_egglog(tmp_path):
     from egglog.bindings import EGraph
 
+    from eqsat.egraph.saturate import run_commands
+
     out = tmp_path / "mlp.egg"
     assert main(["compile", str(MLP), "--emit", "egglog", "--iter-limit", "3", "-o", str(out)]) == 0
     text = out.read_text()
     assert ";; ---- the rules" in text and "(repeat 3 (seq (run algebra)" in text
     egraph = EGraph()
-    results = egraph.run_program(*egraph.parse_program(text))
+    results = run_commands(egraph, text)
     extracted = str(results[-1])
     assert extracted.startswith("(Softmax (MatmulBias (MatmulBiasRelu (MatmulBiasRelu (Input")
 

@@ -13,20 +13,21 @@ def check_in_egglog(rules: RuleCollection, include_approx: bool = True) -> None:
     from egglog import bindings
 
     from eqsat.egraph.encoding import program_prelude
+    from eqsat.egraph.saturate import run_commands
 
     egraph = bindings.EGraph()
-    egraph.run_program(*egraph.parse_program(program_prelude()))
+    run_commands(egraph, program_prelude())
     declare = "\n".join(
         f"(ruleset {name})"
         for name in _rulesets(rules.rules, [f.ruleset for f in rules.files], include_approx)
     )
-    egraph.run_program(*egraph.parse_program(declare))
+    run_commands(egraph, declare)
     for rule in rules:
         if rule.is_approx and not include_approx:
             continue
         for name, text in zip(rule.egglog_names, rule.egglog, strict=True):
             try:
-                egraph.run_program(*egraph.parse_program(text))
+                run_commands(egraph, text)
             except Exception as err:  # egglog raises EggSmolError (and panics) here
                 first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                 raise EgglogRejectedError(

@@ -11,6 +11,7 @@ from egglog import bindings
 from eqsat.egraph.decode import DecodedEGraph, ENode, decode
 from eqsat.egraph.encoding import program_prelude
 from eqsat.egraph.program import graph_program
+from eqsat.egraph.saturate import run_commands
 from eqsat.rules import RuleCollection, load_rules
 from frontend import check_model, parse_model
 
@@ -53,13 +54,13 @@ def run_rules(
     text, globals_ = graph_program(graph)
     egraph = bindings.EGraph()
     for program in (program_prelude(), rules.compile(include_approx), text):
-        egraph.run_program(*egraph.parse_program(program))
+        run_commands(egraph, program)
     saturate = "(run-schedule (saturate (run analysis)))"
-    egraph.run_program(*egraph.parse_program(saturate))
+    run_commands(egraph, saturate)
     for _ in range(rounds):
-        [report] = egraph.run_program(*egraph.parse_program(f"(run {ruleset} 1)"))
+        [report] = run_commands(egraph, f"(run {ruleset} 1)")
         matches = dict(report.report.num_matches_per_rule)
-        egraph.run_program(*egraph.parse_program(saturate))
+        run_commands(egraph, saturate)
     span = bindings.RustSpan("test", 0, 0)
     data = json.loads(
         egraph.serialize([bindings.Var(span, g) for g in globals_.values()]).to_json()
