@@ -3,10 +3,15 @@ runs them on the simulator (needs the `[peers]` extra: apache-tvm, onnxslim)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("tvm", reason="apache-tvm is not installed (the [peers] extra)")
-pytest.importorskip("onnxslim", reason="onnxslim is not installed (the [peers] extra)")
+# Whether the extra is installed, without importing it: tvm takes ~8 s to import, and
+# every test worker collects this module (bench/peers_tvm.py imports it when used).
+for _extra in ("tvm", "onnxslim"):
+    if importlib.util.find_spec(_extra) is None:
+        pytest.skip(f"{_extra} is not installed (the [peers] extra)", allow_module_level=True)
 
 import onnx
 from onnx import TensorProto, helper
