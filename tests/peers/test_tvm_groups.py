@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
-
 import onnx
+import pytest
 from onnx import TensorProto, helper
 from peers_groups import group_program, onnx_node_of
 from peers_tvm import prepare_for_tvm, tvm_groups
