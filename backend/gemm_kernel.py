@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from eqsat.norm_epilogue import tail_plan
 from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, cheapest_tiles, pow2_multiples
 from hwsim.dtypes import ITEMSIZE
@@ -164,6 +165,8 @@ def add_gemm_kernel(
         raise BackendError(f"{node.op}: no tile with whole rows of A ({k}) fits SRAM")
     if norm is not None and tile[1] < n:
         raise BackendError(f"{node.op}: no tile with whole output rows ({n}) fits SRAM")
+    if norm is not None:  # the last tile's row pieces, as the cost model plans them
+        norm.plan = tail_plan(c.hw, work, tile, norm.tail(c.hw, n, out.dtype))
     zero = c.zero
     params = list(prologue.params.values()) if prologue is not None else []
     params += list(norm.params.values()) if norm is not None else []

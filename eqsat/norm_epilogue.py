@@ -6,20 +6,28 @@ product matmul_bias_add at a tile whose N loop has a single step: each output ti
 holds whole rows of the result. After a tile's K loop the epilogue writes x@w + b + r
 into an f32 SRAM tile (the fused body is computed in f32), and
 the vector unit runs the row program of eqsat/row_plan.py on it into the output slot,
-which is stored; the parameter rows (gamma, beta) are loaded once, before the loop.
-The sum never goes to DRAM and the norm's kernel (its launch, load and store) goes
-away. The row program and the store go in row chunks (row_chunks): each chunk is stored
-while the next is normalized. The price is the inner product's at that tile (replayed
-on the simulator's queues) plus the row program of every output tile, less what the
-last tile's chunked store saves: the epilogue runs on the compute queue, in order
-with the products, so the program adds to the critical path.
+which is stored; the parameter rows (gamma, beta) are loaded once, after the first
+product's operands. The sum never goes to DRAM and the norm's kernel (its launch,
+load and store) goes away. The row program and the store go in row chunks
+(row_chunks): each chunk is stored while the next is normalized.
+
+The epilogue runs on the vector queue, beside the array: a tile's normalization
+overlaps the next tile's products (which wait only until the expression has read the
+accumulator). The last tile has no next one, so the last K step of the last tile is
+cut into row pieces (tail_pieces), each its own matmul: the vector queue normalizes
+the rows of a piece while the array multiplies the next, and only the last piece's
+rows wait after the last product. A piece costs the array a pipeline fill and drain
+(R + C) and keeps it full while it streams at least R cycles a fold (hwsim/timing.py
+matmul_cycles); the pieces are chosen by price. The price replays the whole loop,
+epilogue and stores on the simulator's queues (hwsim/gemm_queues.py RowsTail).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
 from eqsat.norm_prologue import panel_cycles
@@ -27,6 +35,7 @@ from eqsat.row_plan import PARAMS
 from eqsat.tiling import tile_sram_bytes
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, cheapest_tiles, pow2_multiples, tile_splits
+from hwsim.gemm_queues import MAX_INSTRUCTIONS, gemm_program, instruction_count, run_queues
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
@@ -99,6 +108,79 @@ def row_chunks(hw: Hardware, kind: str, rows: int, n: int, dtype: str) -> list[t
     return best
 
 
+@dataclass(frozen=True)
+class NormTail:
+    """The epilogue of each output tile on the vector queue (hwsim/gemm_queues.py
+    RowsTail): the row program of `kind` on rows of n in row_chunks, the output in
+    `dtype`, the parameter rows `params` (item sizes) loaded once; `split`: the row
+    pieces of the last tile's last K step (one piece: not cut)."""
+
+    hw: Hardware
+    kind: str
+    n: int
+    dtype: str
+    params: tuple[int, ...]
+    split: tuple[int, ...] = ()
+
+    @property
+    def param_loads(self) -> tuple[int, ...]:
+        return tuple(timing.dma_cycles(self.hw, self.n * isz) for isz in self.params)
+
+    def pieces(self, rows: int) -> tuple[int, ...]:
+        return self.split if sum(self.split) == rows else (rows,)
+
+    def chunks(self, rows: int) -> list[tuple[int, int]]:
+        hw, isz = self.hw, ITEMSIZE[self.dtype]
+        return [
+            (
+                panel_cycles(hw, self.kind, rc, self.n, self.dtype),
+                timing.dma_cycles(hw, rc * self.n * isz),
+            )
+            for _, rc in row_chunks(hw, self.kind, rows, self.n, self.dtype)
+        ]
+
+
+def piece_splits(hw: Hardware, dtype: str, rows: int) -> list[tuple[int, ...]]:
+    """The row pieces tried for the last K step of a tile of `rows` rows: whole, or a
+    last piece of q, 2q, 4q, ... rows (q: the fewest rows that stream a fold as long
+    as the array takes to preload it) after the rest."""
+    q = max(1, -(-hw.array_rows // hw.passes(dtype)))
+    out: list[tuple[int, ...]] = [(rows,)]
+    last = q
+    while last < rows:
+        out.append((rows - last, last))
+        last *= 2
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def tail_cycles(hw: Hardware, work: KernelWork, tile: tuple[int, int, int], tail: NormTail) -> int:
+    """The kernel's cycles: its loop, epilogues and stores replayed on the queues."""
+    return math.ceil(hw.launch_cycles + run_queues(hw, gemm_program(hw, work, tile, tail=tail)))
+
+
+def replayable(work: KernelWork, tile: tuple[int, int, int]) -> bool:
+    """Whether the loop is short enough to replay (hwsim/gemm_queues.py); a longer one
+    keeps its pieces whole."""
+    tm, tn, tk = tile
+    nm, nn, nk = (math.ceil(d / t) for d, t in ((work.m, tm), (work.n, tn), (work.k, tk)))
+    loads_a = work.batch * (nm if nk == 1 else nm * nn * nk)
+    loads_b = work.gemms * work.batch * (1 if nk == 1 and nn == 1 else nm * nn * nk)
+    return instruction_count(work, tile, loads_a + loads_b) <= MAX_INSTRUCTIONS
+
+
+def tail_plan(
+    hw: Hardware, work: KernelWork, tile: tuple[int, int, int], tail: NormTail
+) -> NormTail:
+    """`tail` with the row pieces of the last tile's last K step that price cheapest
+    (ties: fewer pieces)."""
+    last = tile_splits(work.m, min(tile[0], work.m))[-1][0]
+    if not replayable(work, tile):
+        return replace(tail, split=(last,))
+    plans = [replace(tail, split=split) for split in piece_splits(hw, work.dtype, last)]
+    return min(plans, key=lambda t: (tail_cycles(hw, work, tile, t), len(t.split)))
+
+
 def rows_cycles(
     hw: Hardware, kind: str, m: int, batch: int, tm: int, n: int, dtype: str
 ) -> tuple[int, int]:
@@ -116,12 +198,19 @@ def rows_cycles(
 
 
 def norm_epilogue_cost(
-    hw: Hardware, op_name: str, work: KernelWork, epilogue: int, out: TensorType
+    hw: Hardware,
+    op_name: str,
+    work: KernelWork,
+    epilogue: int,
+    out: TensorType,
+    params: tuple[int, ...] = (),
 ) -> KernelCost | None:
     """The fused kernel's price: the inner product's `work` at its cheapest whole-row
-    tile (`epilogue`: SRAM bytes per output element of the inner epilogue's operands)
-    plus the row program of each output tile; None when no whole-row tile fits (the
-    caller prices it unrunnable)."""
+    tile (`epilogue`: SRAM bytes per output element of the inner epilogue's operands),
+    replayed with each tile's epilogue and row program on the vector queue and the
+    last tile's last K step in the pieces tail_plan picks (`params`: the item sizes
+    of the parameter rows); None when no whole-row tile fits (the caller prices it
+    unrunnable)."""
     kind = NORM_EPILOGUE[op_name][0]
     dtype = out.dtype.value
     n = work.n
@@ -138,9 +227,14 @@ def norm_epilogue_cost(
         return None
     tm = best.tile[0] if best.tile else min(work.m, hw.array_rows)
     extra, saved = rows_cycles(hw, kind, work.m, work.batch, tm, n, dtype)
+    if best.tile is None or not replayable(work, best.tile):
+        cycles = best.cycles + extra - saved  # the closed form, the epilogue after it
+    else:
+        plan = tail_plan(hw, work, best.tile, NormTail(hw, kind, n, dtype, params))
+        cycles = tail_cycles(hw, work, best.tile, plan)
     return replace(
         best,
-        cycles=best.cycles + extra - saved,
+        cycles=cycles,
         compute_cycles=best.compute_cycles + extra,
         vector_cycles=best.vector_cycles + extra,
     )
