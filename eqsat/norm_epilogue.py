@@ -35,8 +35,8 @@ from eqsat.row_plan import PARAMS
 from eqsat.tiling import tile_sram_bytes
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, cheapest_tiles, pow2_multiples, tile_splits
-from hwsim.gemm_queues import MAX_INSTRUCTIONS, gemm_program, instruction_count, run_queues
 from hwsim.dtypes import ITEMSIZE
+from hwsim.gemm_queues import MAX_INSTRUCTIONS, gemm_program, instruction_count, run_queues
 from hwsim.hardware import Hardware
 
 # fused op -> (normalization, inner product op, number of the inner op's operands)

@@ -99,16 +99,22 @@ def test_a_residual_that_broadcasts_the_product_runs_as_two_kernels() -> None:
 
 
 def test_the_rows_are_normalized_and_stored_in_chunks() -> None:
-    # 128 rows of 384 on datacenter: row_chunks cuts the tile so that each chunk's
-    # store runs under the next chunk's program; one store per chunk
+    # 128 rows of 384 on datacenter: the last K step runs in row pieces (one matmul
+    # each), and row_chunks cuts each piece so that each chunk's store runs under the
+    # next chunk's program; one store per chunk, all on the vector queue's side
     graph = _fused(1, 128, 256, 384)
     bindings = random_bindings(graph, 2)
     got, _, compiled = run_backend(graph, "datacenter", bindings)
     assert_matches(graph, got, reference(graph, bindings))
-    chunks = row_chunks(load_hardware("datacenter"), "layernorm", 128, 384, "f32")
-    assert len(chunks) > 1
-    stores = [i for i in kernel_instrs(compiled, f"{OP}.out") if isinstance(i, Store)]
-    assert [s.src.rows for s in stores] == [rc for _, rc in chunks]
+    instrs = kernel_instrs(compiled, f"{OP}.out")
+    products = [i for i in instrs if isinstance(i, Matmul)]
+    pieces = [p.a.rows for p in products if p.a.rows < 128]
+    assert len(pieces) > 1 and sum(pieces) == 128
+    hw = load_hardware("datacenter")
+    chunks = [rc for rp in pieces for _, rc in row_chunks(hw, "layernorm", rp, 384, "f32")]
+    stores = [i for i in instrs if isinstance(i, Store)]
+    assert [s.src.rows for s in stores] == chunks
+    assert all(i.queue == "vector" for i in instrs if isinstance(i, Reduce))
 
 
 def test_a_gemm_starts_on_the_first_pieces_of_its_first_k_step() -> None:
