@@ -310,7 +310,7 @@ def gemm_program(
                         wait = (acc_free[-1],) if j == 0 and acc_free else ()
                         for p, rp in enumerate(rows if last else (rm,)):
                             cycles = w.gemms * (step(rp, rn, rk) + fold)
-                            pipe.compute((turn if p == 0 else 0) + cycles, wait)
+                            pipe.compute((turn if p == 0 else 0) + cycles, wait, gemv)
                             wait = ()
                             if tail is not None and last:
                                 products.append(pipe.last_compute)
