@@ -25,6 +25,7 @@ epilogue and stores on the simulator's queues (hwsim/gemm_queues.py RowsTail).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -82,30 +83,51 @@ def whole_row_tiles(
     ]
 
 
-CHUNKS = (1, 2, 4, 8)  # row chunks of an output tile tried
+MAX_CHUNKS = 4  # row chunks of an output tile at most
+CHUNK_UNITS = 16  # chunk sizes are multiples of 1/16 of the tile (at least 8 rows)
 
 
+def _compositions(units: int, parts: int) -> list[tuple[int, ...]]:
+    """Every way to write `units` as an ordered sum of at most `parts` positive terms."""
+    if parts == 1 or units == 1:
+        return [(units,)]
+    out = [(units,)]
+    for first in range(1, units):
+        out += [(first, *rest) for rest in _compositions(units - first, parts - 1)]
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 12)
 def row_chunks(hw: Hardware, kind: str, rows: int, n: int, dtype: str) -> list[tuple[int, int]]:
     """(first row, rows) of the chunks an output tile's row program and store go in:
     each chunk is stored while the next one is normalized, so the tile's tail after
     its last product is the program and the last chunk's store, not the whole tile's.
-    The count minimises that tail among those whose every store fits under the next
-    chunk's program (more chunks pay an issue per instruction more)."""
+    The sizes (at most MAX_CHUNKS, multiples of a unit of at least 8 rows, the first
+    taking the remainder) minimise the time from the program's start to the last
+    store's end, each store after its chunk's program and the store before it (the
+    store queue runs in order); ties go to fewer chunks. Uneven chunks pay: a small
+    last chunk is a short program and a short store after a long one."""
     isz = ITEMSIZE[dtype]
-    best, best_cycles = [(0, rows)], math.inf
-    for count in CHUNKS:
-        size = -(-rows // count)
-        if count > 1 and size < 8:
-            break
-        parts = [(r0, min(size, rows - r0)) for r0 in range(0, rows, size)]
-        program = [panel_cycles(hw, kind, rc, n, dtype) for _, rc in parts]
-        stores = [timing.dma_cycles(hw, rc * n * isz) for _, rc in parts]
-        if any(st > nxt for st, nxt in zip(stores, program[1:], strict=False)):
-            continue
-        cycles = sum(program) + stores[-1]
-        if cycles < best_cycles:
-            best, best_cycles = parts, cycles
-    return best
+    unit = max(8, -(-rows // CHUNK_UNITS))
+    program = functools.cache(lambda rc: panel_cycles(hw, kind, rc, n, dtype))
+
+    def tail(sizes: tuple[int, ...]) -> int:
+        done = stored = 0
+        for rc in sizes:
+            done += program(rc)
+            stored = max(stored, done) + timing.dma_cycles(hw, rc * n * isz)
+        return stored
+
+    rest = rows % unit
+    splits = [(rows,)]
+    if rows >= 2 * unit:
+        splits = [
+            (c[0] * unit + rest, *(u * unit for u in c[1:]))
+            for c in _compositions(rows // unit, MAX_CHUNKS)
+        ]
+    best = min(splits, key=lambda sizes: (tail(sizes), len(sizes)))
+    starts = itertools.accumulate(best, initial=0)
+    return [(r0, rc) for r0, rc in zip(starts, best, strict=False)]
 
 
 @dataclass(frozen=True)
