@@ -68,11 +68,11 @@ class NormEpilogue:
         self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
         self.c1, self.c2 = kb.alloc(rows, 1, "f32"), kb.alloc(rows, 1, "f32")
 
-    def tail(self, hw, n: int, dtype: str) -> NormTail:
-        """The queue model of this epilogue on rows of n in `dtype` (eqsat/
-        norm_epilogue.py), no pieces yet."""
+    def tail(self, hw, n: int, dtype: str, out_slots: int) -> NormTail:
+        """The queue model of this epilogue on rows of n in `dtype`, `out_slots`
+        output slots (eqsat/norm_epilogue.py), no pieces yet."""
         isz = tuple(ITEMSIZE[v.dtype] for v in self.params.values())
-        return NormTail(hw, self.kind, n, dtype, isz)
+        return NormTail(hw, self.kind, n, dtype, isz, out_slots)
 
     def pieces(self, rows: int) -> tuple[int, ...]:
         """The row pieces of the last K step of the last output tile (of `rows`)."""

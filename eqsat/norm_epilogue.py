@@ -134,14 +134,16 @@ def row_chunks(hw: Hardware, kind: str, rows: int, n: int, dtype: str) -> list[t
 class NormTail:
     """The epilogue of each output tile on the vector queue (hwsim/gemm_queues.py
     RowsTail): the row program of `kind` on rows of n in row_chunks, the output in
-    `dtype`, the parameter rows `params` (item sizes) loaded once; `split`: the row
-    pieces of the last tile's last K step (one piece: not cut)."""
+    `dtype`, the parameter rows `params` (item sizes) loaded once, `out_slots` output
+    slots in turn; `split`: the row pieces of the last tile's last K step (one piece:
+    not cut)."""
 
     hw: Hardware
     kind: str
     n: int
     dtype: str
     params: tuple[int, ...]
+    out_slots: int = 2
     split: tuple[int, ...] = ()
 
     @property
@@ -237,11 +239,16 @@ def norm_epilogue_cost(
     dtype = out.dtype.value
     n = work.n
 
-    def fits(tile: tuple[int, int, int]) -> bool:
+    def fits(tile: tuple[int, int, int], slots: int = 1) -> bool:
         extra = epilogue_sram_bytes(tile[0], n, dtype, kind)
+        extra += (slots - 1) * ITEMSIZE[dtype] * tile[0] * n  # more output slots
         return tile_sram_bytes(work, tile, epilogue) + extra <= hw.sram_bytes
 
+    # as the backend chooses (backend/gemm_kernel.py choose_tile): the K steps that fit
+    # with two output slots where one does, else those that fit with one
     tiles = whole_row_tiles(hw, work.m, n, work.k, fits)
+    two = {t[0] for t in tiles if fits(t, 2)}
+    tiles = [t for t in tiles if t[0] not in two or fits(t, 2)]
     best = min(
         cheapest_tiles(hw, work, tiles), key=lambda c: (c.cycles, c.dram_bytes), default=None
     )
@@ -252,7 +259,8 @@ def norm_epilogue_cost(
     if best.tile is None or not replayable(work, best.tile):
         cycles = best.cycles + extra - saved  # the closed form, the epilogue after it
     else:
-        plan = tail_plan(hw, work, best.tile, NormTail(hw, kind, n, dtype, params))
+        slots = 2 if fits(best.tile, 2) else 1
+        plan = tail_plan(hw, work, best.tile, NormTail(hw, kind, n, dtype, params, slots))
         cycles = tail_cycles(hw, work, best.tile, plan)
     return replace(
         best,

@@ -117,10 +117,12 @@ class RowsTail(Protocol):
     cycles) of each chunk a piece of `rows` rows is finished and stored in, after the
     epilogue expression; `param_loads`, the cycles of the loads of the rows it keeps
     resident (issued after the first output tile's operands, waited for by its first
-    epilogue instruction). The next output tile's first product waits until the
-    expression has read the accumulator."""
+    epilogue instruction); `out_slots`, the output slots it writes in turn. The next
+    output tile's first product waits until the expression has read the
+    accumulator."""
 
     param_loads: tuple[int, ...]
+    out_slots: int
 
     def pieces(self, rows: int) -> tuple[int, ...]: ...
 
@@ -202,7 +204,8 @@ def gemm_program(
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     outputs = w.batch * w.m * w.n
     prog = QueueProgram()
-    pipe = _Pipe(prog, queue=VECTOR if engine == "vector" else COMPUTE)
+    slots = tail.out_slots if tail is not None else 2
+    pipe = _Pipe(prog, slots, VECTOR if engine == "vector" else COMPUTE)
     step = gemm_step_cycles(hw, w, tile)
     # GEMV steps: products into h partial-sum rows, folded at an output tile's last k step
     gemv = engine == "vector" or (not engine and gemv_kernel(hw, w, tile))

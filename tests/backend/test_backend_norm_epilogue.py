@@ -145,17 +145,21 @@ def test_a_gemm_starts_on_the_first_pieces_of_its_first_k_step() -> None:
     k=st.sampled_from([32, 160, 384]),
     n=st.sampled_from([16, 96, 200]),
     dt=st.sampled_from([F32, DType.BF16]),
+    preset=st.sampled_from(["datacenter", "edge"]),
 )
-def test_any_shape_matches_the_reference_and_is_priced_as_simulated(batch, m, k, n, dt) -> None:
+def test_any_shape_matches_the_reference_and_is_priced_as_simulated(
+    batch, m, k, n, dt, preset
+) -> None:
     # every tile's epilogue on the vector queue (the next tile's products wait only
     # for its read of the accumulator), the last tile's last K step in row pieces:
-    # race-free, the reference's result, and the replayed price within 1%
+    # race-free, the reference's result, and the replayed price within 1% (the model
+    # takes the backend's tile: on edge SRAM is tight enough to decide it)
     graph = _fused(batch, m, k, n, dt)
     bindings = random_bindings(graph, 0)
-    got, report, _ = run_backend(graph, "datacenter", bindings)
+    got, report, _ = run_backend(graph, preset, bindings)
     assert_matches(graph, got, reference(graph, bindings))
     (node,) = [nd for nd in graph.nodes if nd.op == OP]
     in_types = [graph.nodes[j].type for j in node.inputs]
-    cost = op_cost(load_hardware("datacenter"), OP, in_types, node.type, node.attr_dict)
+    cost = op_cost(load_hardware(preset), OP, in_types, node.type, node.attr_dict)
     (kernel,) = [k for k in report.kernels if k.name == f"{OP}.out"]
     assert abs(cost.cycles - kernel.cycles) <= 0.01 * kernel.cycles, (cost.cycles, kernel.cycles)
