@@ -286,7 +286,10 @@ def emit_gemm(
     products, f32 sums, as the array accumulates). `split_first`: the first output
     tile's first K step runs as the pieces hwsim.gemm_queues.first_pieces says, each
     loaded as a step of its own (the cost model replays the same loop; never for GEMV
-    steps)."""
+    steps). A writer with a norm (backend/norm_epilogue.py) runs each tile's epilogue
+    on the vector queue: the next tile's first product waits for its read of the
+    accumulator, and the last tile's last K step runs in the norm's row pieces, one
+    matmul each (hwsim.gemm_queues RowsTail prices the same)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
@@ -390,16 +393,13 @@ def emit_gemm(
                     else:  # the last step in row pieces, each its own product
                         products, r0 = [], 0
                         for rp in rows if last else (rm,):
-                            a_p = offset_tile(a_k, r0, 0, rp, rk) if rp < rm else a_k
-                            mms = [
-                                Matmul(
-                                    acc=offset_tile(sub(acc_full, rm, rn), r0, 0, rp, rn),
-                                    a=a_p,
-                                    b=bt,
-                                    mode=mode,
-                                )
-                                for acc_full, bt in zip(accs, b_tiles, strict=True)
-                            ]
+                            piece = rp < rm
+                            a_p = offset_tile(a_k, r0, 0, rp, rk) if piece else a_k
+                            mms = []
+                            for acc_full, bt in zip(accs, b_tiles, strict=True):
+                                acc_p = sub(acc_full, rm, rn)
+                                acc_p = offset_tile(acc_p, r0, 0, rp, rn) if piece else acc_p
+                                mms.append(Matmul(acc=acc_p, a=a_p, b=bt, mode=mode))
                             pipe.compute([*(pre if r0 == 0 else []), *mms])
                             products.append((rp, kb.last_compute))
                             r0 += rp
