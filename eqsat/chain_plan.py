@@ -36,6 +36,7 @@ from hwsim.gemm_queues import (
     split_first_step,
 )
 from hwsim.hardware import Hardware
+from hwsim.timing import OP_PASSES
 
 REPLAYED = 3  # tiles of each loop's search replayed on the queues
 
@@ -78,9 +79,31 @@ def _works(op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs)
     if w1 is None or w2 is None or w1.kind != "matmul" or w2.kind != "matmul":
         return None
     params = sum(t.nbytes for t in in_types[3 + count - 1 :])
-    w1 = replace(w1, out_onchip=True, bytes_out=0)
+    passes = _epilogue_passes(first, first_attrs)
+    w1 = replace(w1, out_onchip=True, bytes_out=0, vector_ops=passes * h.numel)
     w2 = replace(w2, a_onchip=True, a_whole=True, bytes_in=w2.bytes_in - h.nbytes + params)
     return w1, w2, h, second_in, kind
+
+
+def _epilogue_passes(first: str, attrs: Mapping[str, AttrValue]) -> int:
+    """Lane passes per element of the first product's epilogue (bias, activation) as
+    the backend's tile expression runs it (backend/ewise_ops.py: gelu's exact form is
+    gelu_erf), which KernelWork.vector_ops counts: not the ops' FLOPs."""
+    op = REGISTRY[first]
+    exact = op.bind_attrs(dict(attrs)).get("approximate") == "none"
+    names = {"add": "add", "relu": "relu", "gelu": "gelu_erf" if exact else "gelu"}
+    total = 0
+
+    def walk(e) -> None:
+        nonlocal total
+        if isinstance(e, str) or e.op == "matmul":
+            return
+        total += OP_PASSES[names[e.op]]
+        for a in e.args:
+            walk(a)
+
+    walk(op.composition)
+    return total
 
 
 def loop_sram_bytes(w: KernelWork, tile, out_slots: int, extra_per_output: int) -> int:
