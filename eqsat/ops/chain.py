@@ -14,7 +14,11 @@ gamma, beta where it has them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops import norm_matmul  # noqa: F401  (the second products registered first)
+from eqsat.ops.base import OpTypeError
 from eqsat.ops.fused import Call, fused
 from eqsat.ops.registry import REGISTRY
 
@@ -42,6 +46,34 @@ def _rename(body: Call | str, names: dict[str, Call | str]) -> Call | str:
     return walk(body)
 
 
+def _check(name: str, operands: tuple[str, ...]):
+    """The kernel takes rows x of f32 and two weight matrices, a bias vector per
+    product, a residual of the output's shape and parameter vectors: h is one f32
+    matrix of rows in SRAM and each epilogue adds per column (what the body alone
+    would also take, broadcast, it does not)."""
+
+    def check(ts: Sequence[TensorType], out: TensorType) -> None:
+        t = dict(zip(operands, ts, strict=True))
+        n1, n = t["w1"].shape[-1], t["w2"].shape[-1]
+        want = {"w1": 2, "w2": 2}
+        vectors = {"b1": n1, "b2": n, "gamma": n, "beta": n}
+        bad = [o for o, r in want.items() if t[o].rank != r]
+        bad += [o for o, k in vectors.items() if o in t and t[o].shape != (k,)]
+        if "r" in t and t["r"].shape != out.shape:
+            bad.append("r")
+        if t["x"].rank < 2 or t["x"].shape[:-1] != out.shape[:-1] or out.shape[-1] != n:
+            bad.append("x")  # the residual broadcasts the product to a larger shape
+        bad += [o for o in ("x", "w1", "w2") if t[o].dtype is not DType.F32 and o not in bad]
+        if bad:
+            raise OpTypeError(
+                f"'{name}' takes f32 rows x [..., K], weights w1 [K, N1] and w2 [N1, N], "
+                f"biases b1 [N1] and b2 [N], a residual of the output's shape and "
+                f"gamma, beta [N]; got {', '.join(f'{o}: {t[o]}' for o in bad)}"
+            )
+
+    return check
+
+
 # chain op -> (first inner op, second inner op)
 CHAINS: dict[str, tuple[str, str]] = {}
 
@@ -55,5 +87,5 @@ for _first, _act in FIRST.items():
         operands = ("x", "w1", "b1", *(rest.get(o, o) for o in second_op.operands[1:]))
         attrs = tuple(a for op in (first_op, second_op) for a in op.attrs if a.name != "tile")
         name = f"matmul_bias_{_act}_{_suffix}"
-        fused(name, operands, body, attrs)  # type: ignore[arg-type]
+        fused(name, operands, body, attrs, check=_check(name, operands))  # type: ignore[arg-type]
         CHAINS[name] = (_first, _second)
