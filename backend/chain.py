@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from eqsat.chain_plan import chain_parts, chain_plan
+from eqsat.chain_plan import chain_plan
 from eqsat.ir.graph import Node
 from hwsim.gemm_queues import split_first_step
 from hwsim.isa import Instr, Tile
@@ -30,6 +30,7 @@ from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
 from .gemm_kernel import epi_leaves, gemv_work
 from .lower_contract import fused_parts
 from .norm_epilogue import NormEpilogue
+from .norm_loader import NormLoader, NormPrologue
 from .operands import norm_params
 from .space import Operand, Pos, Space
 from .tileexpr import TileExpr
@@ -102,28 +103,33 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
             f"{c.hw.name} (or its operands are not f32 matrices); write the two "
             "products as separate ops"
         )
-    first, first_attrs, _, inner, count, kind = chain_parts(node.op, node.attr_dict)
-    n_first = 3  # x, w1, b1
-    one = Node(first, node.inputs[:n_first], tuple(first_attrs.items()), plan.h, node.name)
-    rest = node.inputs[n_first : n_first + count - 1]
-    two = Node(inner, (node.inputs[0], *rest), (), node.type, node.name)  # its A: h
+    p = plan.parts
+    inputs1 = tuple(node.inputs[j] for j in p.inputs1)
+    inputs2 = tuple(node.inputs[j] for j in p.inputs2)
+    one = Node(p.product1, inputs1, tuple(p.attrs1.items()), plan.h, node.name)
+    two = Node(p.product2, (inputs1[0], *inputs2), (), node.type, node.name)  # its A: h
     _, _, expr1, leaves1, _ = fused_parts(c, i, one)
     _, _, expr2, leaves2, _ = fused_parts(c, i, two)
-    x = c.as_view(c.value(node.inputs[0]), in_types[0].shape, c.label(i))
-    w1 = c.as_view(c.value(node.inputs[1]), in_types[1].shape, c.label(i))
-    w2 = c.as_view(c.value(node.inputs[3]), in_types[3].shape, c.label(i))
+    types = [c.graph.nodes[j].type for j in (inputs1[0], inputs1[1], inputs2[0])]
+    x, w1, w2 = (
+        c.as_view(c.value(j), t.shape, c.label(i))
+        for j, t in zip((inputs1[0], inputs1[1], inputs2[0]), types, strict=True)
+    )
     x, w1, w2 = (v if matrix_mode(v) else c.materialize(v, c.label(i), i) for v in (x, w1, w2))
-    batch, m, k = plan.h.shape[:-2], plan.h.shape[-2], in_types[0].shape[-1]
+    batch, m, k = plan.h.shape[:-2], plan.h.shape[-2], types[0].shape[-1]
     n1, n = plan.h.shape[-1], node.type.shape[-1]
     space1 = Space(plan.h.shape, len(batch), len(batch) + 1)
     out = c.alloc_value(i, node, keep_last=True)
     space2 = Space(out.shape, len(batch), len(batch) + 1)
     leaves1 = epi_leaves(c, i, leaves1, space1, c.hw.array_rows, c.hw.array_cols)
     leaves2 = epi_leaves(c, i, leaves2, space2, c.hw.array_rows, c.hw.array_cols)
-    norm = None
-    if kind:
-        params = norm_params(c, i, node, n_first + count - 1, n)
-        norm = NormEpilogue(kind, params, float(node.attr("eps")))  # type: ignore[arg-type]
+    eps = float(node.attr("eps")) if p.prologue or p.epilogue else 0.0  # type: ignore[arg-type]
+    norm = prologue = None
+    if p.epilogue:
+        params = norm_params(c, i, node, p.epilogue_params[0], n)
+        norm = NormEpilogue(p.epilogue, params, eps)
+    if p.prologue:
+        prologue = NormPrologue(p.prologue, norm_params(c, i, node, p.prologue_params[0], k), eps)
     zero = c.zero
     rows = math.prod(batch) * m
 
@@ -131,6 +137,8 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
         h = kb.alloc(rows, n1, "f32")
         nb = len(batch)
         a1 = StridedLoader(Operand.of(x, (*batch, m, k)), nb, nb + 1, matrix_mode(x))  # type: ignore[arg-type]
+        if prologue is not None:  # x's rows normalized on the way in (norm_loader.py)
+            a1 = NormLoader(a1, prologue)  # type: ignore[assignment]
         b1 = StridedLoader(Operand.of(w1, (*batch, k, n1)), nb, nb + 1, matrix_mode(w1))  # type: ignore[arg-type]
         ops1 = [None] + [Operand.of(v, plan.h.shape) for v in leaves1]
         writer1 = SramWriter(h, batch, m, space1, expr1, ops1)
@@ -158,6 +166,9 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
             split_first=split_first_step(plan.second),
         )
 
-    params = list(norm.params.values()) if norm is not None else []
+    params = [
+        *(norm.params.values() if norm else ()),
+        *(prologue.params.values() if prologue else ()),
+    ]
     c.add_kernel(c.kernel_name(i), i, "main", emit, [x, w1, w2, *leaves1, *leaves2, *params], [out])
     return out

@@ -23,10 +23,17 @@ from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
 from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes, rows_cycles, whole_rows_apply
+from eqsat.norm_prologue import NORM_MATMUL, panel_cycles, prologue_sram_bytes
 from eqsat.ops import REGISTRY, AttrValue
 from eqsat.ops.chain import CHAINS
 from eqsat.tiling import SRAM_MARGIN
-from hwsim.costmodel import KernelCost, KernelWork, matmul_tiling_cost, pow2_multiples
+from hwsim.costmodel import (
+    KernelCost,
+    KernelWork,
+    matmul_tiling_cost,
+    pow2_multiples,
+    tile_splits,
+)
 from hwsim.dtypes import ITEMSIZE
 from hwsim.gemm_queues import (
     MAX_INSTRUCTIONS,
@@ -44,45 +51,84 @@ REPLAYED = 3  # tiles of each loop's search replayed on the queues
 @dataclass(frozen=True)
 class ChainPlan:
     """The two loops: their works (the first with its output on chip, the second with
-    its A on chip), tiles, output slots of the second, the norm of its epilogue (or
-    ""), the rows of h and the price."""
+    its A on chip), tiles, the chain's parts, h's type and the price."""
 
     first: KernelWork
     second: KernelWork
     tile1: tuple[int, int, int]
     tile2: tuple[int, int, int]
-    norm: str
+    parts: Parts
     h: TensorType
     cost: KernelCost
 
 
-def chain_parts(op_name: str, attrs: Mapping[str, AttrValue]):
-    """(first inner op and its attributes, second inner op, its product's op and the
-    number of that op's operands, the norm kind or "")."""
-    first, second = CHAINS[op_name]
-    names = {a.name for a in REGISTRY[first].attrs}
-    first_attrs = {k: v for k, v in attrs.items() if k in names}
-    if second in NORM_EPILOGUE:
-        kind, inner, count = NORM_EPILOGUE[second]
-        return first, first_attrs, second, inner, count, kind
-    return first, first_attrs, second, second, len(REGISTRY[second].operands), ""
+@dataclass(frozen=True)
+class Parts:
+    """A chain op's pieces: the first product's op and its attributes (with the norm
+    of its A panels, `prologue`, or ""), the second product's op (with the norm of its
+    output rows, `epilogue`, or ""), and where their operands are among the chain's:
+    the first product's (x, w1, b1), the second's after h, each norm's parameters."""
+
+    product1: str
+    attrs1: dict
+    prologue: str
+    product2: str
+    epilogue: str
+    inputs1: tuple[int, ...]
+    inputs2: tuple[int, ...]
+    prologue_params: tuple[int, ...]
+    epilogue_params: tuple[int, ...]
+
+
+def chain_parts(op_name: str, attrs: Mapping[str, AttrValue]) -> Parts:
+    chain = CHAINS[op_name]
+    names = {a.name for a in REGISTRY[chain.first].attrs}
+    attrs1 = {k: v for k, v in attrs.items() if k in names}
+    product1, prologue = chain.first, ""
+    if chain.first in NORM_MATMUL:
+        prologue, product1, _ = NORM_MATMUL[chain.first]
+        known = {a.name for a in REGISTRY[product1].attrs}
+        attrs1 = {k: v for k, v in attrs1.items() if k in known}
+    product2, epilogue, count = chain.second, "", len(chain.second_inputs) + 1
+    if chain.second in NORM_EPILOGUE:
+        epilogue, product2, count = NORM_EPILOGUE[chain.second]
+    return Parts(
+        product1,
+        attrs1,
+        prologue,
+        product2,
+        epilogue,
+        chain.first_inputs[:3],
+        chain.second_inputs[: count - 1],
+        chain.first_inputs[3:],
+        chain.second_inputs[count - 1 :],
+    )
 
 
 def _works(op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs):
     from eqsat.costs import kernel_work
 
-    first, first_attrs, _, inner, count, kind = chain_parts(op_name, attrs)
-    h = REGISTRY[first].type_of(list(in_types[:3]), REGISTRY[first].bind_attrs(first_attrs))
-    w1 = kernel_work(first, in_types[:3], h, first_attrs)
-    second_in = [h, *in_types[3 : 3 + count - 1]]
-    w2 = kernel_work(inner, second_in, out, {})
+    p = chain_parts(op_name, attrs)
+    ins1 = [in_types[j] for j in p.inputs1]
+    h = REGISTRY[p.product1].type_of(ins1, REGISTRY[p.product1].bind_attrs(p.attrs1))
+    w1 = kernel_work(p.product1, ins1, h, p.attrs1)
+    second_in = [h, *(in_types[j] for j in p.inputs2)]
+    w2 = kernel_work(p.product2, second_in, out, {})
     if w1 is None or w2 is None or w1.kind != "matmul" or w2.kind != "matmul":
         return None
-    params = sum(t.nbytes for t in in_types[3 + count - 1 :])
-    passes = _epilogue_passes(first, first_attrs)
-    w1 = replace(w1, out_onchip=True, bytes_out=0, vector_ops=passes * h.numel)
-    w2 = replace(w2, a_onchip=True, a_whole=True, bytes_in=w2.bytes_in - h.nbytes + params)
-    return w1, w2, h, second_in, kind
+    params1 = sum(in_types[j].nbytes for j in p.prologue_params)
+    params2 = sum(in_types[j].nbytes for j in p.epilogue_params)
+    passes = _epilogue_passes(p.product1, p.attrs1)
+    w1 = replace(
+        w1,
+        out_onchip=True,
+        bytes_out=0,
+        vector_ops=passes * h.numel,
+        bytes_in=w1.bytes_in + params1,
+        a_whole=bool(p.prologue),
+    )
+    w2 = replace(w2, a_onchip=True, a_whole=True, bytes_in=w2.bytes_in - h.nbytes + params2)
+    return w1, w2, h, second_in, p
 
 
 def _epilogue_passes(first: str, attrs: Mapping[str, AttrValue]) -> int:
@@ -154,37 +200,52 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
     found = _works(op_name, in_types, out, dict(attrs))
     if found is None:
         return None
-    w1, w2, h, second_in, kind = found
+    w1, w2, h, second_in, parts = found
+    x, wa, wb = (in_types[j] for j in (*parts.inputs1[:2], parts.inputs2[0]))
+    kind = parts.epilogue
     if kind and not whole_rows_apply(second_in, out):
         return None
-    if in_types[1].rank != 2 or in_types[3].rank != 2:
+    if wa.rank != 2 or wb.rank != 2:
         return None  # batched weights: h would not be one matrix of rows
-    if any(in_types[j].dtype.value != "f32" for j in (0, 1, 3)):
+    if any(t.dtype.value != "f32" for t in (x, wa, wb)):
         return None  # h is computed in f32: the second product's operands must be f32
     dtype = out.dtype.value
-    epi1 = epilogue_bytes(in_types[:3], h)
-    epi2 = epilogue_bytes(second_in[: len(second_in)], out)
+    epi1 = epilogue_bytes([in_types[j] for j in parts.inputs1], h)
+    epi2 = epilogue_bytes(second_in, out)
     budget = hw.sram_bytes - h_bytes(h) - SRAM_MARGIN
+    if parts.prologue:  # the row program of each A panel (eqsat/norm_prologue.py)
+        tms = pow2_multiples(hw.array_rows, w1.m)
+        panels = {r for tm in tms for r, _ in tile_splits(w1.m, tm)}
+        w1 = replace(
+            w1,
+            a_prologue=tuple(
+                (r, panel_cycles(hw, parts.prologue, r, w1.k, x.dtype.value))
+                for r in sorted(panels)
+            ),
+        )
 
-    def extra2(tile) -> int:
-        return epilogue_sram_bytes(tile[0], w2.n, dtype, kind) if kind else 0
+    def need1(tile) -> int:
+        if not parts.prologue:
+            return loop_sram_bytes(w1, tile, 0, epi1)
+        extra = prologue_sram_bytes(tile[0], w1.k, x.dtype.value, parts.prologue)
+        return loop_sram_bytes(w1, tile, 0, epi1) + extra
 
     def need2(tile) -> int:
-        return loop_sram_bytes(w2, tile, 2, epi2) + extra2(tile)
+        extra = epilogue_sram_bytes(tile[0], w2.n, dtype, kind) if kind else 0
+        return loop_sram_bytes(w2, tile, 2, epi2) + extra
 
     smallest = min(
         (need2(t) for t in _candidates(hw, w2, bool(kind), lambda t: True)), default=None
     )
     if smallest is None or budget <= 0:
         return None
-    tile1 = _best(
-        hw,
-        w1,
-        _candidates(hw, w1, False, lambda t: loop_sram_bytes(w1, t, 0, epi1) + smallest <= budget),
-    )
+    tiles1 = _candidates(hw, w1, False, lambda t: need1(t) + smallest <= budget)
+    if parts.prologue:  # the rows are normalized whole: one K step
+        tiles1 = [t for t in tiles1 if t[2] >= w1.k]
+    tile1 = _best(hw, w1, tiles1)
     if tile1 is None:
         return None
-    left = budget - loop_sram_bytes(w1, tile1, 0, epi1)
+    left = budget - need1(tile1)
     tile2 = _best(hw, w2, _candidates(hw, w2, bool(kind), lambda t: need2(t) <= left))
     if tile2 is None:
         return None
@@ -196,6 +257,11 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
     if cycles is None:  # too many instructions to replay: the closed forms, one launch
         cycles = c1.cycles + c2.cycles - hw.launch_cycles
     compute, vector = c1.compute_cycles + c2.compute_cycles, c1.vector_cycles + c2.vector_cycles
+    if parts.prologue:
+        panels = w1.batch * sum(
+            c * dict(w1.a_prologue)[r] for r, c in tile_splits(w1.m, min(w1.m, tile1[0]))
+        )
+        compute, vector = compute + panels, vector + panels
     if kind:
         rows, saved = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
         cycles, compute, vector = cycles + rows - saved, compute + rows, vector + rows
@@ -208,7 +274,7 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         dram_bytes=c1.dram_bytes + c2.dram_bytes,
         tile=tile2,
     )
-    return ChainPlan(w1, w2, tile1, tile2, kind, h, cost)
+    return ChainPlan(w1, w2, tile1, tile2, parts, h, cost)
 
 
 def _replayed(hw: Hardware, w1: KernelWork, t1, w2: KernelWork, t2) -> int | None:

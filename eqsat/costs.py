@@ -535,16 +535,19 @@ def _chain_cost(
 ) -> KernelCost | None:
     """The planned kernel's price; unrunnable (the two kernels' price plus the
     penalty) when its plan does not fit this machine."""
-    from eqsat.chain_plan import chain_parts, chain_plan
+    from eqsat.chain_plan import chain_plan
 
     plan = chain_plan(hw, op_name, in_types, out, attrs)
     if plan is not None:
         return plan.cost
-    first, first_attrs, second, *_ = chain_parts(op_name, attrs)
-    h = REGISTRY[first].type_of(list(in_types[:3]), REGISTRY[first].bind_attrs(first_attrs))
-    names = {a.name for a in REGISTRY[second].attrs}
-    a = op_cost(hw, first, in_types[:3], h, first_attrs)
-    b = op_cost(hw, second, [h, *in_types[3:]], out, {k: v for k, v in attrs.items() if k in names})
+    chain = CHAINS[op_name]
+    first, second = REGISTRY[chain.first], REGISTRY[chain.second]
+    attrs1 = {k: v for k, v in attrs.items() if k in {a.name for a in first.attrs}}
+    attrs2 = {k: v for k, v in attrs.items() if k in {a.name for a in second.attrs}}
+    ins1 = [in_types[j] for j in chain.first_inputs]
+    h = first.type_of(ins1, first.bind_attrs(attrs1))
+    a = op_cost(hw, chain.first, ins1, h, attrs1)
+    b = op_cost(hw, chain.second, [h, *(in_types[j] for j in chain.second_inputs)], out, attrs2)
     if a is None or b is None:
         return None
     both = add_costs([a, b])

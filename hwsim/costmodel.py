@@ -118,6 +118,9 @@ class KernelWork:
     # chain_plan.py): no A DMAs; `out_onchip`: the output stays on chip, no stores
     a_onchip: bool = False
     out_onchip: bool = False
+    # matmul: (rows, cycles) of the vector program each A panel of that many rows runs
+    # after it lands and before its products (a norm prologue, eqsat/chain_plan.py)
+    a_prologue: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,10 @@ def gemm_program(
                 agen = pipe.load("a", parts[0])
             else:
                 agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
+            if agen is not None and w.a_prologue:  # the panel's program, then it is free
+                pipe.compute(dict(w.a_prologue)[rm], vector_unit=True)
+                pipe.release(agen)
+                agen = None
             for n0 in range(0, w.n, tn):
                 rn = min(tn, w.n - n0)
                 if b_res and bgen is None and not b_done and m0 == 0:

@@ -15,6 +15,7 @@ gamma, beta where it has them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import norm_matmul  # noqa: F401  (the second products registered first)
@@ -22,14 +23,26 @@ from eqsat.ops.base import OpTypeError
 from eqsat.ops.fused import Call, fused
 from eqsat.ops.registry import REGISTRY
 
-# the first product's fused op -> its activation
-FIRST = {"matmul_bias_gelu": "gelu", "matmul_bias_relu": "relu"}
-# the second product's fused op -> the suffix of the chain's name
-SECOND = {
-    "matmul_bias": "matmul_bias",
-    "matmul_bias_add": "matmul_bias_add",
-    "matmul_bias_add_layernorm": "matmul_bias_add_layernorm",
+# the first product's fused op -> the second products it chains with: a post-norm
+# block's (BERT: its residual sum normalized after the second product) and a plain
+# MLP's; a pre-norm block's first product normalizes x on the way in (GPT-2's ln_2)
+_SECONDS = ("matmul_bias", "matmul_bias_add", "matmul_bias_add_layernorm")
+FIRST = {
+    "matmul_bias_gelu": _SECONDS,
+    "matmul_bias_relu": _SECONDS,
+    "layernorm_matmul_bias_gelu": _SECONDS[:2],
 }
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain op's two inner ops and where their operands are among its own: the
+    first op's in its order, the second's after its A (h)."""
+
+    first: str
+    second: str
+    first_inputs: tuple[int, ...]
+    second_inputs: tuple[int, ...]
 
 
 def _rename(body: Call | str, names: dict[str, Call | str]) -> Call | str:
@@ -46,17 +59,19 @@ def _rename(body: Call | str, names: dict[str, Call | str]) -> Call | str:
     return walk(body)
 
 
-def _check(name: str, operands: tuple[str, ...]):
+def _check(name: str, operands: tuple[str, ...], norm_first: bool):
     """The kernel takes rows x of f32 and two weight matrices, a bias vector per
-    product, a residual of the output's shape and parameter vectors: h is one f32
-    matrix of rows in SRAM and each epilogue adds per column (what the body alone
-    would also take, broadcast, it does not)."""
+    product, a residual of the output's shape and parameter vectors (of x's rows when
+    the first product normalizes them, else of the output's): h is one f32 matrix of
+    rows in SRAM and each epilogue adds per column (what the body alone would also
+    take, broadcast, it does not)."""
 
     def check(ts: Sequence[TensorType], out: TensorType) -> None:
         t = dict(zip(operands, ts, strict=True))
         n1, n = t["w1"].shape[-1], t["w2"].shape[-1]
+        rows = t["x"].shape[-1] if norm_first and t["x"].rank else n
         want = {"w1": 2, "w2": 2}
-        vectors = {"b1": n1, "b2": n, "gamma": n, "beta": n}
+        vectors = {"b1": n1, "b2": n, "gamma": rows, "beta": rows}
         bad = [o for o, r in want.items() if t[o].rank != r]
         bad += [o for o, k in vectors.items() if o in t and t[o].shape != (k,)]
         if "r" in t and t["r"].shape != out.shape:
@@ -68,24 +83,34 @@ def _check(name: str, operands: tuple[str, ...]):
             raise OpTypeError(
                 f"'{name}' takes f32 rows x [..., K], weights w1 [K, N1] and w2 [N1, N], "
                 f"biases b1 [N1] and b2 [N], a residual of the output's shape and "
-                f"gamma, beta [N]; got {', '.join(f'{o}: {t[o]}' for o in bad)}"
+                f"gamma, beta [{'K' if norm_first else 'N'}]; got "
+                + ", ".join(f"{o}: {t[o]}" for o in bad)
             )
 
     return check
 
 
-# chain op -> (first inner op, second inner op)
-CHAINS: dict[str, tuple[str, str]] = {}
+# chain op -> its inner ops and operands
+CHAINS: dict[str, Chain] = {}
 
-for _first, _act in FIRST.items():
-    for _second, _suffix in SECOND.items():
+for _first, _seconds in FIRST.items():
+    for _second in _seconds:
         first_op, second_op = REGISTRY[_first], REGISTRY[_second]
-        h = _rename(first_op.composition, {"x": "x", "w": "w1", "b": "b1"})
-        rest = {"w": "w2", "b": "b2"}
-        names = {"x": h, **{o: rest.get(o, o) for o in second_op.operands[1:]}}
+        one = {"x": "x", "w": "w1", "b": "b1", "gamma": "gamma", "beta": "beta"}
+        h = _rename(first_op.composition, one)
+        two = {"w": "w2", "b": "b2"}
+        rest = tuple(two.get(o, o) for o in second_op.operands[1:])
+        names = {"x": h, **{o: two.get(o, o) for o in second_op.operands[1:]}}
         body = _rename(second_op.composition, names)
-        operands = ("x", "w1", "b1", *(rest.get(o, o) for o in second_op.operands[1:]))
+        norms = tuple(one[o] for o in first_op.operands[3:])  # the first's norm parameters
+        operands = ("x", "w1", "b1", *rest, *norms)
         attrs = tuple(a for op in (first_op, second_op) for a in op.attrs if a.name != "tile")
-        name = f"matmul_bias_{_act}_{_suffix}"
-        fused(name, operands, body, attrs, check=_check(name, operands))  # type: ignore[arg-type]
-        CHAINS[name] = (_first, _second)
+        name = f"{_first}_{_second}"
+        check = _check(name, operands, bool(norms))
+        fused(name, operands, body, attrs, check=check)  # type: ignore[arg-type]
+        CHAINS[name] = Chain(
+            _first,
+            _second,
+            tuple(operands.index(one[o]) for o in first_op.operands),
+            tuple(operands.index(o) for o in rest),
+        )

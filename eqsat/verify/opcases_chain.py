@@ -7,6 +7,7 @@ rarely draws."""
 from __future__ import annotations
 
 from eqsat.ir.types import DType, TensorType
+from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import OpDef
 from eqsat.ops.chain import CHAINS
 from eqsat.verify.cases import Family, OpCase
@@ -26,6 +27,7 @@ def _draw(draw, op: OpDef, first, space: Space) -> OpCase:
         lead = tuple(draw(space.sides()) for _ in range(draw(ints(1, 2))))
         first = TensorType(F32, (*lead, draw(space.sides())))
     n1, n = draw(space.sides()), draw(space.sides())
+    norm = first.shape[-1] if CHAINS[op.name].first in NORM_MATMUL else n  # x's rows or y's
     types = {
         "x": first,
         "w1": TensorType(F32, (first.shape[-1], n1)),
@@ -33,8 +35,8 @@ def _draw(draw, op: OpDef, first, space: Space) -> OpCase:
         "w2": TensorType(F32, (n1, n)),
         "b2": TensorType(F32, (n,)),
         "r": TensorType(F32, (*first.shape[:-1], n)),
-        "gamma": TensorType(F32, (n,)),
-        "beta": TensorType(F32, (n,)),
+        "gamma": TensorType(F32, (norm,)),
+        "beta": TensorType(F32, (norm,)),
     }
     attrs: dict[str, object] = {}
     names = {a.name for a in op.attrs}

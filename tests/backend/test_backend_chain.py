@@ -20,6 +20,7 @@ from tests.backend.helpers import assert_matches, kernel_instrs, reference, run_
 F32 = DType.F32
 LN = "matmul_bias_gelu_matmul_bias_add_layernorm"
 MLP = "matmul_bias_relu_matmul_bias"
+PRE = "layernorm_matmul_bias_gelu_matmul_bias_add"  # GPT-2's feed-forward block
 
 
 def _chain(op: str, lead: tuple[int, ...], k: int, n1: int, n: int):
@@ -34,8 +35,9 @@ def _chain(op: str, lead: tuple[int, ...], k: int, n1: int, n: int):
     attrs: dict[str, object] = {"approximate": "tanh"} if "gelu" in op else {}
     if "_add" in op:
         args.append(b.leaf("input", "r", TensorType(F32, (*lead, n))))
-    if op.endswith("layernorm"):
-        args += [b.leaf("param", name, TensorType(F32, (n,))) for name in ("gamma", "beta")]
+    if "layernorm" in op:  # of x's rows (a pre-norm block) or of the output's
+        side = k if op.startswith("layernorm") else n
+        args += [b.leaf("param", name, TensorType(F32, (side,))) for name in ("gamma", "beta")]
         attrs["eps"] = 1e-5
     b.output("y", b.add(op, args, attrs, "out"))
     return b.graph
@@ -43,7 +45,7 @@ def _chain(op: str, lead: tuple[int, ...], k: int, n1: int, n: int):
 
 @pytest.mark.parametrize(
     ("op", "lead", "k", "n1", "n"),
-    [(LN, (2, 24), 32, 160, 48), (MLP, (160,), 96, 256, 64)],
+    [(LN, (2, 24), 32, 160, 48), (MLP, (160,), 96, 256, 64), (PRE, (1, 40), 48, 256, 48)],
 )
 def test_simulated_equals_reference_with_h_on_chip(op, lead, k, n1, n) -> None:
     graph = _chain(op, lead, k, n1, n)
@@ -65,7 +67,12 @@ def test_simulated_equals_reference_with_h_on_chip(op, lead, k, n1, n) -> None:
 
 @pytest.mark.parametrize(
     ("op", "lead", "k", "n1", "n"),
-    [(LN, (1, 128), 256, 1024, 256), (MLP, (64,), 512, 2048, 512), (MLP, (16,), 256, 512, 128)],
+    [
+        (LN, (1, 128), 256, 1024, 256),
+        (MLP, (64,), 512, 2048, 512),
+        (MLP, (16,), 256, 512, 128),
+        (PRE, (1, 128), 256, 1024, 256),
+    ],
 )
 def test_cost_model_prices_the_kernel_as_simulated(op, lead, k, n1, n) -> None:
     graph = _chain(op, lead, k, n1, n)
