@@ -62,7 +62,14 @@ class SramWriter(OutWriter):
         self.tx = TileExpr(kb, self.space, self.expr, self.operands, given, "f32", tm, tn, zero)  # type: ignore[arg-type]
 
     def finish(
-        self, pipe: Pipeline, pos: Pos, gen, tokens: list[str], acc: Tile, more: tuple = ()
+        self,
+        pipe: Pipeline,
+        pos: Pos,
+        gen,
+        tokens: list[str],
+        acc: Tile,
+        more: tuple = (),
+        products: tuple[tuple[int, int], ...] = (),
     ) -> None:
         slot = (gen[1] % 2) if gen is not None else 0
         pipe.wait_for(tokens)
@@ -127,7 +134,7 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
     norm = prologue = None
     if p.epilogue:
         params = norm_params(c, i, node, p.epilogue_params[0], n)
-        norm = NormEpilogue(p.epilogue, params, eps)
+        norm = NormEpilogue(p.epilogue, params, eps, plan=plan.tail)
     if p.prologue:
         prologue = NormPrologue(p.prologue, norm_params(c, i, node, p.prologue_params[0], k), eps)
     zero = c.zero

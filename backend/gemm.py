@@ -14,6 +14,7 @@ on-chip transpose, or several DMAs for a convolution's patches); the epilogue is
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -134,8 +135,6 @@ class OutWriter:
     def prologue(self, pipe: Pipeline) -> None:
         if self.tx is not None:
             self.tx.prologue(pipe)
-        if self.norm is not None:
-            self.norm.prologue(pipe)  # type: ignore[attr-defined]
 
     def pos(self, bidx: tuple, m0: int, rm: int, n0: int, rn: int) -> Pos:
         if self.transpose:
@@ -145,12 +144,27 @@ class OutWriter:
     def loads(self, pipe: Pipeline, pos: Pos):
         if self.tx is None:
             return None, []
-        return pipe.load("e", self.tx.loads(pos, pipe.slot("e")), pend=False)
+        loaded = pipe.load("e", self.tx.loads(pos, pipe.slot("e")), pend=False)
+        if self.norm is not None:  # its parameter rows after the first tile's operands
+            self.norm.load_params(pipe)  # type: ignore[attr-defined]
+        return loaded
 
     def finish(
-        self, pipe: Pipeline, pos: Pos, gen, tokens: list[str], acc: Tile, more: tuple = ()
-    ) -> None:
+        self,
+        pipe: Pipeline,
+        pos: Pos,
+        gen,
+        tokens: list[str],
+        acc: Tile,
+        more: tuple = (),
+        products: tuple[tuple[int, int], ...] = (),
+    ) -> str | None:
+        """The tile's epilogue and store. With a norm (`products`: (rows, index of its
+        matmul) of each row piece of the last K step), on the vector queue; returns the
+        token the next tile's first product waits for (the accumulator read)."""
         slot = (gen[1] % 2) if gen is not None else 0
+        if self.norm is not None:
+            return self._norm_rows(pipe, pos, gen, slot, tokens, acc, more, products)
         pipe.wait_for(tokens)
         pipe.begin_out()
         o = sub(self.outs[pipe.out_slot()], pos.rows, pos.cols)
@@ -167,40 +181,67 @@ class OutWriter:
                 given = sub(self.tacc, pos.rows, pos.cols)
                 instrs.append(Transpose(dst=given, src=acc))
             given_all = {0: given, **{j + 1: t for j, t in enumerate(more)}}
-            if self.norm is None:
-                instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
-            else:  # the expression into the sum tile, then its rows normalized into o
-                dst = self.norm.target(pos.rows, pos.cols)  # type: ignore[attr-defined]
-                instrs += self.tx.compute(pos, slot, dst, given_all)  # type: ignore[union-attr]
-                self._norm_chunks(pipe, pos, o, instrs, gen)
-                return
+            instrs += self.tx.compute(pos, slot, o, given_all)  # type: ignore[union-attr]
         pipe.compute(instrs)
         pipe.release(gen)
         ref = dram(
             self.out, pos.offset(self.out), pos.rows, pos.cols, self.out.strides[self.space.row]
         )
         pipe.store([(ref, o)])
+        return None
 
-    def _norm_chunks(self, pipe: Pipeline, pos: Pos, o: Tile, instrs: list, gen) -> None:
-        """The row program in chunks (NormEpilogue.chunks), each chunk stored while the
-        next is normalized; the last store frees the output slot."""
+    def _norm_rows(self, pipe, pos: Pos, gen, slot, tokens, acc, more, products) -> str:
+        """Each row piece on the vector queue once its matmul is done: the expression
+        into the sum tile's rows, then the row program in chunks (NormEpilogue.chunks),
+        each chunk stored while the next is normalized; the last store frees the
+        output slot. The last piece's expression frees the accumulator and the
+        epilogue operands' slot."""
         norm, kb = self.norm, self.kb
+        waits = [*tokens, *pipe.begin_out(pend=False), *norm.take_param_tokens()]  # type: ignore[attr-defined]
+        o = sub(self.outs[pipe.out_slot()], pos.rows, pos.cols)
         stride = self.out.strides[self.space.row]
         base = pos.offset(self.out)
-        parts = norm.chunks(kb, pos.rows)  # type: ignore[attr-defined]
-        for j, (r0, rc) in enumerate(parts):
-            oc = offset_tile(o, r0, 0, rc, pos.cols)
-            instrs = [*instrs, *norm.program(r0, rc, pos.cols, oc)]  # type: ignore[attr-defined]
-            pipe.compute(instrs)
-            instrs = []
-            ref = dram(self.out, base + r0 * stride, rc, pos.cols, stride)
-            if j == len(parts) - 1:
-                pipe.release(gen)
-                pipe.store([(ref, oc)])
-            else:
-                token = kb.token(kb.fresh("nc"))
-                kb.signal_last_compute(token)
-                kb.emit(Store(dst=ref, src=oc, wait=(token,)))
+        acc_read = kb.token(kb.fresh("af"))
+        r0 = 0
+        for p, (rp, product) in enumerate(products):
+            done = kb.token(kb.fresh("mp"))
+            kb.signal_at(product, done)
+            waits.append(done)
+            given = {0: offset_tile(acc, r0, 0, rp, pos.cols)}
+            given |= {j + 1: offset_tile(t, r0, 0, rp, pos.cols) for j, t in enumerate(more)}
+            dst = norm.target(r0, rp, pos.cols)  # type: ignore[attr-defined]
+            expr = self.tx.compute(pos, slot, dst, given, (r0, rp))  # type: ignore[union-attr]
+            at = _vector_queue(kb, expr, waits)
+            waits = []
+            if p == len(products) - 1:
+                kb.signal_at(at, acc_read)
+                pipe.release(gen, at=at)
+            parts = norm.chunks(kb, rp)  # type: ignore[attr-defined]
+            for j, (c0, rc) in enumerate(parts):
+                oc = offset_tile(o, r0 + c0, 0, rc, pos.cols)
+                at = _vector_queue(kb, norm.program(r0 + c0, rc, pos.cols, oc), [])  # type: ignore[attr-defined]
+                ref = dram(self.out, base + (r0 + c0) * stride, rc, pos.cols, stride)
+                if p == len(products) - 1 and j == len(parts) - 1:
+                    pipe.store([(ref, oc)], at=at)
+                else:
+                    token = kb.token(kb.fresh("nc"))
+                    kb.signal_at(at, token)
+                    kb.emit(Store(dst=ref, src=oc, wait=(token,)))
+            r0 += rp
+        return acc_read
+
+
+def _vector_queue(kb: KernelBuilder, instrs: list[Instr], waits: list[str]) -> int:
+    """Emit vector-unit instructions on the vector queue, the first waiting on
+    `waits`; the index of the last."""
+    if not instrs:
+        raise ValueError("a vector-queue step with no instructions")
+    for j, ins in enumerate(instrs):
+        if not hasattr(ins, "vector_queue"):
+            raise ValueError(f"{type(ins).__name__} cannot run on the vector queue")
+        wait = (*ins.wait, *waits) if j == 0 else ins.wait
+        kb.emit(dataclasses.replace(ins, vector_queue=True, wait=wait))
+    return len(kb.instrs) - 1
 
 
 def _move_act(expr: Expr | None) -> str | None:
@@ -245,7 +286,10 @@ def emit_gemm(
     products, f32 sums, as the array accumulates). `split_first`: the first output
     tile's first K step runs as the pieces hwsim.gemm_queues.first_pieces says, each
     loaded as a step of its own (the cost model replays the same loop; never for GEMV
-    steps)."""
+    steps). A writer with a norm (backend/norm_epilogue.py) runs each tile's epilogue
+    on the vector queue: the next tile's first product waits for its read of the
+    accumulator, and the last tile's last K step runs in the norm's row pieces, one
+    matmul each (hwsim.gemm_queues RowsTail prices the same)."""
     tm, tn, tk = min(tile[0], g.m), min(tile[1], g.n), min(tile[2], g.k)
     nk, nn = math.ceil(g.k / tk), math.ceil(g.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
@@ -270,6 +314,9 @@ def emit_gemm(
         a_whole = a_res and getattr(a, "whole_rows", False)
         pieces = first_pieces(kb.hw, g.dtype, tm, tn, tk, a_whole, b_res, len(bs))
     a_split = pieces > 1 and a_res and isinstance(a, StridedLoader) and a.mode == "n"
+    norm = writer.norm
+    last_bidx = tuple(d - 1 for d in g.batch)
+    acc_read: str | None = None  # the previous tile's epilogue read of the accumulator
     for bidx in itertools.product(*(range(d) for d in g.batch)):
         bgen = None
         for m0 in range(0, g.m, tm):
@@ -306,6 +353,9 @@ def emit_gemm(
                         pipe.release(bgen)
                         bgen = "done"
                 first = m0 == 0 and n0 == 0 and not any(bidx)
+                last_tile = bidx == last_bidx and m0 + tm >= g.m and n0 + tn >= g.n
+                rows = norm.pieces(rm) if norm is not None and last_tile else (rm,)  # type: ignore[attr-defined]
+                products: list[tuple[int, int]] = []  # the last step's (rows, matmul)
                 for j, (k0, rk) in enumerate(k_steps(g.k, tk, pieces if first else 1)):
                     slot = pipe.slot("k")
                     if first and parts is not None and j > 0:
@@ -328,26 +378,39 @@ def emit_gemm(
                         pre += [ins for p, _ in readies for ins in p]
                         b_tiles = [t for _, t in readies]
                     mode = "overwrite" if k0 == 0 else "accumulate"
+                    last = k0 + rk >= g.k
+                    if j == 0 and acc_read is not None:  # the accumulator was read out
+                        pipe.wait_for([acc_read])
                     if on_vector:
                         mms = []
                         for acc_full, bt, part in zip(accs, b_tiles, partials, strict=True):
                             p = sub(part, h, rn)
                             mms += gemv_products(p, a_k, bt, k0 == 0)
-                            if k0 + rk >= g.k:
+                            if last:
                                 mms += gemv_fold(p, sub(acc_full, rm, rn), "overwrite")
-                    else:
-                        mms = [
-                            Matmul(acc=sub(acc_full, rm, rn), a=a_k, b=bt, mode=mode)
-                            for acc_full, bt in zip(accs, b_tiles, strict=True)
-                        ]
-                    pipe.compute([*pre, *mms])
+                        pipe.compute([*pre, *mms])
+                        products = [(rm, kb.last_compute)]
+                    else:  # the last step in row pieces, each its own product
+                        products, r0 = [], 0
+                        for rp in rows if last else (rm,):
+                            piece = rp < rm
+                            a_p = offset_tile(a_k, r0, 0, rp, rk) if piece else a_k
+                            mms = []
+                            for acc_full, bt in zip(accs, b_tiles, strict=True):
+                                acc_p = sub(acc_full, rm, rn)
+                                acc_p = offset_tile(acc_p, r0, 0, rp, rn) if piece else acc_p
+                                mms.append(Matmul(acc=acc_p, a=a_p, b=bt, mode=mode))
+                            pipe.compute([*(pre if r0 == 0 else []), *mms])
+                            products.append((rp, kb.last_compute))
+                            r0 += rp
                     pipe.release(kgen)
                 if a_res and agen is not None and n0 + tn >= g.n:
                     pipe.release(agen)
                 if b_res and bgen not in (None, "done") and m0 + tm >= g.m:
                     pipe.release(bgen)
                 more = tuple(sub(t, rm, rn) for t in accs[1:])
-                writer.finish(pipe, pos, egen, etok, sub(accs[0], rm, rn), more)
+                acc = sub(accs[0], rm, rn)
+                acc_read = writer.finish(pipe, pos, egen, etok, acc, more, tuple(products))
 
 
 def gemv_products(partial: Tile, a: Tile, b: Tile, init: bool) -> list[Instr]:

@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from eqsat.norm_epilogue import tail_plan
 from eqsat.tiling import node_tile
 from hwsim.costmodel import KernelWork, cheapest_tiles, pow2_multiples
 from hwsim.dtypes import ITEMSIZE
@@ -144,7 +145,9 @@ def add_gemm_kernel(
     space = Space(out.shape, len(batch), len(batch) + 1)
     leaves = epi_leaves(c, i, leaves, space, c.hw.array_rows, c.hw.array_cols)
     s = ITEMSIZE[a.dtype]
-    sizes = (s, s, ITEMSIZE[out.dtype], epi_bytes(epi, leaves, space, out.dtype, g.acc_dtype))
+    # a normalizing epilogue's expression writes the f32 sum tile (backend/gemm.py)
+    epi_dtype = "f32" if norm is not None else out.dtype
+    sizes = (s, s, ITEMSIZE[out.dtype], epi_bytes(epi, leaves, space, epi_dtype, g.acc_dtype))
     modes = matrix_mode(a) + matrix_mode(b)  # type: ignore[operator]
     extra = None
     if prologue is not None:
@@ -164,6 +167,8 @@ def add_gemm_kernel(
         raise BackendError(f"{node.op}: no tile with whole rows of A ({k}) fits SRAM")
     if norm is not None and tile[1] < n:
         raise BackendError(f"{node.op}: no tile with whole output rows ({n}) fits SRAM")
+    if norm is not None:  # the last tile's row pieces, as the cost model plans them
+        norm.plan = tail_plan(c.hw, work, tile, norm.tail(c.hw, n, out.dtype, slots))
     zero = c.zero
     params = list(prologue.params.values()) if prologue is not None else []
     params += list(norm.params.values()) if norm is not None else []

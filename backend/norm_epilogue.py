@@ -3,12 +3,16 @@ matmul_bias_add_layernorm, ONNX Runtime's SkipLayerNormalization inside the GEMM
 
 The kernel is the GEMM of the inner product (matmul_bias_add: backend/lower_contract.py)
 at a tile whose N loop has one step, so that each output tile holds whole rows. Its
-`OutWriter` carries a `NormEpilogue`: the epilogue expression (bias, residual) writes
-into an f32 sum tile instead of the output slot (the fused body is computed in f32), then the vector unit
+`OutWriter` carries a `NormEpilogue`: on the vector queue, beside the array's next
+products, the epilogue expression (bias, residual) writes into an f32 sum tile
+instead of the output slot (the fused body is computed in f32), then the vector unit
 runs the row program of eqsat/row_plan.py (the instructions the standalone layernorm
 kernel runs, so results match it) from the sum tile into the output slot, in row
-chunks, each stored while the next is normalized (eqsat/norm_epilogue.py row_chunks). The parameter rows are loaded once, before the loop. Planned (and priced) by
-eqsat/norm_epilogue.py.
+chunks, each stored while the next is normalized (eqsat/norm_epilogue.py row_chunks).
+The last K step of the last output tile runs in the row pieces `plan` says
+(eqsat/norm_epilogue.py tail_plan), each piece normalized while the array multiplies
+the next. The parameter rows are loaded once, after the first product's operands.
+Planned (and priced) by eqsat/norm_epilogue.py.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from eqsat.costs import op_cost
 from eqsat.ir.graph import Node
 from eqsat.norm_epilogue import (
     NORM_EPILOGUE,
+    NormTail,
     epilogue_sram_bytes,
     row_chunks,
     whole_rows_apply,
 )
 from eqsat.row_plan import RowTiles, row_program
+from hwsim.dtypes import ITEMSIZE
 from hwsim.isa import Instr, Tile
 
 from .emit import KernelBuilder, Pipeline, offset_tile, sub
@@ -48,6 +54,9 @@ class NormEpilogue:
     params: dict[str, View]
     eps: float
     rows: dict[str, Tile] = field(default_factory=dict)
+    plan: NormTail | None = None  # the last tile's row pieces (set with the tile)
+    param_tokens: list[str] = field(default_factory=list)  # loads not yet waited for
+    loaded: bool = False  # the parameter rows' loads were issued
 
     def sram_bytes(self, rows: int, n: int, dtype: str) -> int:
         return epilogue_sram_bytes(rows, n, dtype, self.kind)
@@ -59,8 +68,21 @@ class NormEpilogue:
         self.t, self.u = kb.alloc(rows, cols, "f32"), kb.alloc(rows, cols, "f32")
         self.c1, self.c2 = kb.alloc(rows, 1, "f32"), kb.alloc(rows, 1, "f32")
 
-    def prologue(self, pipe: Pipeline) -> None:
-        """Load the parameter rows once; the first compute waits for them."""
+    def tail(self, hw, n: int, dtype: str, out_slots: int) -> NormTail:
+        """The queue model of this epilogue on rows of n in `dtype`, `out_slots`
+        output slots (eqsat/norm_epilogue.py), no pieces yet."""
+        isz = tuple(ITEMSIZE[v.dtype] for v in self.params.values())
+        return NormTail(hw, self.kind, n, dtype, isz, out_slots)
+
+    def pieces(self, rows: int) -> tuple[int, ...]:
+        """The row pieces of the last K step of the last output tile (of `rows`)."""
+        return self.plan.pieces(rows) if self.plan is not None else (rows,)
+
+    def load_params(self, pipe: Pipeline) -> None:
+        """Load the parameter rows once; the first epilogue instruction waits for them."""
+        if self.loaded or not self.params:
+            return
+        self.loaded = True
         pairs = [
             (
                 self.rows[name],
@@ -68,13 +90,17 @@ class NormEpilogue:
             )
             for name, v in self.params.items()
         ]
-        pipe.load("c", pairs)
+        _, self.param_tokens = pipe.load("c", pairs, pend=False)
 
-    def target(self, rn: int, cn: int) -> Tile:
-        """Where the epilogue expression writes: the sum tile."""
+    def take_param_tokens(self) -> list[str]:
+        tokens, self.param_tokens = self.param_tokens, []
+        return tokens
+
+    def target(self, r0: int, rn: int, cn: int) -> Tile:
+        """Where the epilogue expression of rows [r0, r0 + rn) writes: the sum tile."""
         if cn != self.n:
             raise BackendError(f"a normalized output tile needs whole rows ({self.n}), got {cn}")
-        return sub(self.sum, rn, cn)
+        return offset_tile(self.sum, r0, 0, rn, cn)
 
     def chunks(self, kb: KernelBuilder, rows: int) -> list[tuple[int, int]]:
         """(first row, rows) of the chunks the tile is normalized and stored in."""

@@ -253,22 +253,39 @@ class TileExpr:
                 out.append((sub(t, cn, rn), dram(op, off, cn, rn, sc)))
         return out
 
-    def compute(self, pos: Pos, slot: int, out: Tile, given: dict[int, Tile]) -> list[Instr]:
-        """Instructions computing the tile at `pos` into `out` (pos.rows x pos.cols)."""
-        self._rn, self._cn, self._out, self._pos = pos.rows, pos.cols, out, pos
+    def compute(
+        self,
+        pos: Pos,
+        slot: int,
+        out: Tile,
+        given: dict[int, Tile],
+        rows: tuple[int, int] | None = None,
+    ) -> list[Instr]:
+        """Instructions computing the tile at `pos` into `out` (pos.rows x pos.cols);
+        with `rows` = (first, count), only those rows of the tile, whose operands were
+        loaded for the whole of it (`out` and `given` are those rows')."""
+        r0, rn = rows if rows is not None else (0, pos.rows)
+        index = list(pos.index)
+        index[self.space.row] += r0
+        self._rn, self._cn, self._out = rn, pos.cols, out
+        self._pos = Pos(tuple(index), rn, pos.cols)
         self._instrs: list[Instr] = []
         self._vals: dict[int, Tile | Imm] = {}
         for i, c in self.cls.items():
             if self.operands[i] is None:
                 self._vals[i] = given[i]
             elif c == TR:
-                t = sub(self.trt[i], pos.rows, pos.cols)
-                src = sub(self.slots[i][slot], pos.cols, pos.rows)
+                t = sub(self.trt[i], rn, pos.cols)
+                loaded = sub(self.slots[i][slot], pos.cols, pos.rows)
+                src = offset_tile(loaded, 0, r0, pos.cols, rn) if rn < pos.rows else loaded
                 self._instrs.append(Transpose(dst=t, src=src))
                 self._vals[i] = t
             else:
                 r, k = _dims(c, pos.rows, pos.cols)
-                self._vals[i] = sub(self.slots[i][slot], r, k)
+                loaded = sub(self.slots[i][slot], r, k)
+                if c != ROW and rn < pos.rows:  # the rows of the loaded tile
+                    loaded = offset_tile(loaded, r0, 0, rn, k)
+                self._vals[i] = loaded
         res = self._eval(self.expr, root=True)
         if res != out:
             self._finish(res, self._class(self.expr))

@@ -7,11 +7,13 @@ the whole intermediate, nothing is stored. Then the GEMM loop of the second prod
 (matmul_bias, matmul_bias_add, or matmul_bias_add_layernorm at a tile of whole output
 rows) whose A operand is h: no A loads. Both loops are in one instruction stream, each
 with its own operand slots, so the second loop's first weight panels load while the
-first loop still computes, and one kernel launch is paid, not two. The price is the
-two loops replayed on the simulator's queues one after the other
-(hwsim/gemm_queues.py), plus the row program of a normalizing epilogue as
-eqsat/norm_epilogue.py prices it. It is unrunnable when h and both loops' tiles do
-not fit SRAM together.
+first loop still computes, and one kernel launch is paid, not two. A layernorm of a
+pre-norm block runs in the first loop's A loader (eqsat/norm_prologue.py), one of a
+post-norm block beside the second loop's products on the vector queue, its last
+tile in the row pieces eqsat/norm_epilogue.py plans. The price is the two loops
+replayed on the simulator's queues one after the other (hwsim/gemm_queues.py), with
+those row programs. It is unrunnable when h and both loops' tiles do not fit SRAM
+together.
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
-from eqsat.norm_epilogue import NORM_EPILOGUE, epilogue_sram_bytes, rows_cycles, whole_rows_apply
+from eqsat.norm_epilogue import (
+    NORM_EPILOGUE,
+    NormTail,
+    epilogue_sram_bytes,
+    replayable,
+    rows_cycles,
+    tail_plan,
+    whole_rows_apply,
+)
 from eqsat.norm_prologue import NORM_MATMUL, panel_cycles, prologue_sram_bytes
 from eqsat.ops import REGISTRY, AttrValue
 from eqsat.ops.chain import CHAINS
@@ -60,6 +70,7 @@ class ChainPlan:
     parts: Parts
     h: TensorType
     cost: KernelCost
+    tail: NormTail | None = None  # a normalizing epilogue's queue plan (its row pieces)
 
 
 @dataclass(frozen=True)
@@ -253,9 +264,17 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         matmul_tiling_cost(hw, w1, tile1, replay=False),
         matmul_tiling_cost(hw, w2, tile2, replay=False),
     )
-    cycles = _replayed(hw, w1, tile1, w2, tile2)
+    tail = None
+    if kind:  # each output tile's rows normalized on the vector queue (norm_epilogue.py)
+        sizes = tuple(in_types[j].dtype.itemsize for j in parts.epilogue_params)
+        tail = NormTail(hw, kind, w2.n, dtype, sizes, 2)
+        tail = tail_plan(hw, w2, tile2, tail) if replayable(w2, tile2) else None
+    cycles = _replayed(hw, w1, tile1, w2, tile2, tail) if not kind or tail else None
     if cycles is None:  # too many instructions to replay: the closed forms, one launch
         cycles = c1.cycles + c2.cycles - hw.launch_cycles
+        if kind:  # the row programs after the products
+            rows, saved = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
+            cycles += rows - saved
     compute, vector = c1.compute_cycles + c2.compute_cycles, c1.vector_cycles + c2.vector_cycles
     if parts.prologue:
         panels = w1.batch * sum(
@@ -263,8 +282,8 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         )
         compute, vector = compute + panels, vector + panels
     if kind:
-        rows, saved = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
-        cycles, compute, vector = cycles + rows - saved, compute + rows, vector + rows
+        rows, _ = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
+        compute, vector = compute + rows, vector + rows
     cost = KernelCost(
         cycles=cycles,
         compute_cycles=compute,
@@ -274,10 +293,10 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         dram_bytes=c1.dram_bytes + c2.dram_bytes,
         tile=tile2,
     )
-    return ChainPlan(w1, w2, tile1, tile2, parts, h, cost)
+    return ChainPlan(w1, w2, tile1, tile2, parts, h, cost, tail)
 
 
-def _replayed(hw: Hardware, w1: KernelWork, t1, w2: KernelWork, t2) -> int | None:
+def _replayed(hw: Hardware, w1: KernelWork, t1, w2: KernelWork, t2, tail=None) -> int | None:
     """Both loops in one instruction stream, replayed on the queues."""
     steps = sum(
         w.batch * math.ceil(w.m / t[0]) * math.ceil(w.n / t[1]) * (2 + math.ceil(w.k / t[2]))
@@ -287,7 +306,7 @@ def _replayed(hw: Hardware, w1: KernelWork, t1, w2: KernelWork, t2) -> int | Non
         return None
     prog = QueueProgram()
     gemm_program(hw, w1, t1, split_first=split_first_step(w1), prog=prog)
-    gemm_program(hw, w2, t2, split_first=split_first_step(w2), prog=prog)
+    gemm_program(hw, w2, t2, split_first=split_first_step(w2), prog=prog, tail=tail)
     return math.ceil(hw.launch_cycles + run_queues(hw, prog))
 
 

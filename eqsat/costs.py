@@ -50,6 +50,7 @@ from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
 from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
+from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
 
 FREE_OPS = frozenset({"reshape", "slice", "broadcast"})  # views: the backend copies nothing
@@ -519,7 +520,8 @@ def _norm_epilogue_cost(
     params = sum(t.nbytes for t in in_types[count:])
     work = replace(work, bytes_in=work.bytes_in + params)
     epilogue = _epilogue_bytes(REGISTRY[inner], in_types[:count], out, False)
-    cost = norm_epilogue_cost(hw, op_name, work, epilogue, out)
+    isz = tuple(ITEMSIZE[t.dtype.value] for t in in_types[count:])
+    cost = norm_epilogue_cost(hw, op_name, work, epilogue, out, isz)
     if cost is None:  # no tile of whole rows fits: the backend cannot run it
         unrun = kernel_cycles(hw, work)
         return replace(unrun, cycles=unrun.cycles + UNRUNNABLE_CYCLES, feasible=False)

@@ -5,7 +5,8 @@ the sequence length with `iota`-like ops, comparisons and `where`. Once the symb
 dimensions are bound they are plain constants, and the compiler should see them as
 such: this pass evaluates every op whose operands are all constants and at least one
 of which is a `literal` or an `iota` (directly or through other folded ops) and
-replaces it by a `literal` (or by a `const` fill when every element is equal).
+replaces it by a `literal` (or by a `const` fill when every element is equal, or by an
+`iota` when the elements are 0, 1, 2, ... in order).
 
 Computations on `const` fills alone are left as they are: rules read fills by value
 (`x + 0`, scale folding) and the backend turns them into instruction immediates.
@@ -50,7 +51,7 @@ def fold_constants(graph: Graph) -> Graph:
     outputs = {i for _, i in graph.outputs}
     frontier = [
         derived[i]
-        and graph.nodes[i].op not in ("literal", "const")
+        and graph.nodes[i].op not in ("literal", "const", "iota")
         and graph.nodes[i].type.nbytes <= MAX_FOLD_BYTES
         and (i in outputs or any(not derived[u] for u in users[i] if live[u]))
         for i in range(len(graph.nodes))
@@ -88,7 +89,20 @@ def _constant(b: GraphBuilder, node: Node, value: np.ndarray, name: str) -> int:
     flat = np.asarray(value, dtype=np.float64).reshape(-1)
     if flat.size and (np.all(flat == flat[0]) or np.all(np.isnan(flat))):
         return b.const(float(flat[0]), node.type, node.name)
+    if node.type.dtype.is_int and np.array_equal(flat, np.arange(flat.size)):
+        return _ramp(b, node, flat.size)
     return b.literal(name, value, node.type.dtype)
+
+
+def _ramp(b: GraphBuilder, node: Node, n: int) -> int:
+    """0, 1, ..., n-1 in row-major order (flattened position ids, a batch-flattened
+    gather's indices) as `iota` over n, reshaped: rules see a range where a literal's
+    values would hide it (gather-range: gathering every row in order is a view)."""
+    dtype = node.type.dtype.value
+    ramp = b.add("iota", (), {"shape": [n], "axis": 0, "dtype": dtype}, None)
+    if node.type.rank == 1:
+        return ramp
+    return b.add("reshape", [ramp], {"shape": list(node.type.shape)}, node.name)
 
 
 def _fresh(base: str, taken: set[str]) -> str:

@@ -12,10 +12,14 @@ bound params and ONNX Runtime's folding of initializers do. eqsat does the same:
 - the cost model prices it at nothing per inference (costs.program_cost, extraction's
   prices), and the model roofline leaves its work out.
 
-Only nodes that depend on at least one param are prepared (constant-only subgraphs are
-folded into immediates by the backend as before), and views (reshape, transpose,
-slice, broadcast) are not: they cost nothing at run time, and a broadcast prepared
-would store more than it reads.
+A `literal` (a constant tensor with its data, an ONNX initializer imported as a
+constant) is a weight here: its values are as fixed as a param's, and a rewrite can
+bring two of them together (add-assoc turns BERT's word + token-type + position
+embeddings into the word embeddings plus one prepared sum). Only nodes that depend on
+at least one param or literal are prepared (nodes of splat constants and iotas alone
+are folded into immediates by the backend), and views (reshape, transpose, slice,
+broadcast) are not: they cost nothing at run time, and a broadcast prepared would
+store more than it reads.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from eqsat.ir.graph import Graph
 
-WEIGHT_LEAVES = frozenset({"param"})
-CONSTANT_LEAVES = frozenset({"const", "literal", "iota"})
+WEIGHT_LEAVES = frozenset({"param", "literal"})
+CONSTANT_LEAVES = frozenset({"const", "iota"})
 VIEW_OPS = frozenset({"reshape", "transpose", "slice", "broadcast"})
 
 # The value class of a node: computed from params (and constants), from constants only,

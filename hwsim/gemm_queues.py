@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Protocol
 
 from . import timing
 from .dtypes import ITEMSIZE
@@ -113,6 +114,27 @@ class _Pipe:
         self.stores.append(self.p.add(STORE, store, (self.last_compute,)))
 
 
+class RowsTail(Protocol):
+    """An output tile's epilogue run on the vector queue, beside the next products
+    (a normalization in the epilogue: eqsat/norm_epilogue.py, backend/gemm.py
+    OutWriter): `pieces(rows)`, the row pieces the last K step of the kernel's last
+    output tile is cut into, each its own matmul whose rows the vector queue takes on
+    while the array multiplies the next; `chunks(rows)`, the (vector cycles, store
+    cycles) of each chunk a piece of `rows` rows is finished and stored in, after the
+    epilogue expression; `param_loads`, the cycles of the loads of the rows it keeps
+    resident (issued after the first output tile's operands, waited for by its first
+    epilogue instruction); `out_slots`, the output slots it writes in turn. The next
+    output tile's first product waits until the expression has read the
+    accumulator."""
+
+    param_loads: tuple[int, ...]
+    out_slots: int
+
+    def pieces(self, rows: int) -> tuple[int, ...]: ...
+
+    def chunks(self, rows: int) -> list[tuple[int, int]]: ...
+
+
 def _segments(start: int, size: int, run: int) -> Iterator[int]:
     """Sizes of the pieces [start, start + size) splits into at multiples of `run`."""
     p, end = start, start + size
@@ -171,6 +193,7 @@ def gemm_program(
     engine: str = "",
     split_first: bool | None = None,
     prog: QueueProgram | None = None,
+    tail: RowsTail | None = None,
 ) -> QueueProgram:
     """The instructions of backend/gemm.py emit_gemm for KernelWork `w` (matmul or conv
     as implicit GEMM) at `tile`, with the compute the closed form prices per output
@@ -179,9 +202,10 @@ def gemm_program(
     "matrix" the array, "vector" vector-unit GEMV steps on the vector queue (the two
     shares of a split product: hwsim/gemv_split.py). `split_first`: the first K step
     of the first output tile in pieces (first_pieces); by default for a matmul's GEMM
-    of plain weights, as backend/contract.py emit_matmul emits it. `prog`: append to
-    it (a kernel of several GEMM loops, eqsat/chain_plan.py), else a new one. A work
-    with `a_onchip` loads no A, one with `out_onchip` stores nothing."""
+    of plain weights, as backend/contract.py emit_matmul emits it. `tail`: each output
+    tile's epilogue on the vector queue (RowsTail), never with GEMV steps. `prog`:
+    append to it (a kernel of several GEMM loops, eqsat/chain_plan.py), else a new one.
+    A work with `a_onchip` loads no A, one with `out_onchip` stores nothing."""
     tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
     s = ITEMSIZE[w.dtype]
     s_out = _out_itemsize(w)
@@ -189,7 +213,8 @@ def gemm_program(
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     outputs = w.batch * w.m * w.n
     prog = QueueProgram() if prog is None else prog
-    pipe = _Pipe(prog, queue=VECTOR if engine == "vector" else COMPUTE)
+    slots = tail.out_slots if tail is not None else 2
+    pipe = _Pipe(prog, slots, VECTOR if engine == "vector" else COMPUTE)
     step = gemm_step_cycles(hw, w, tile)
     # GEMV steps: products into h partial-sum rows, folded at an output tile's last k step
     gemv = engine == "vector" or (not engine and gemv_kernel(hw, w, tile))
@@ -244,6 +269,9 @@ def gemm_program(
     if split_first:
         pieces = first_pieces(hw, w.dtype, tm, tn, tk, a_res and w.a_whole, b_res, w.gemms)
     a_split = pieces > 1 and a_res and not w.a_whole  # the resident panel in pieces too
+    params: list[int] | None = None  # a tail's parameter row loads
+    acc_free: list[int] = []  # each tile's epilogue instruction that last reads the acc
+    products: list[int] = []  # the last K step's matmuls of the current tile
     for bi in range(w.batch):
         bgen: tuple[str, int] | None = None
         b_done = False
@@ -268,7 +296,12 @@ def gemm_program(
                         pipe.release(bgen)
                         bgen, b_done = None, True
                 first = bi == 0 and m0 == 0 and n0 == 0
-                for j, (k0, rk) in enumerate(k_steps(w.k, tk, pieces if first else 1)):
+                last_tile = bi == w.batch - 1 and m0 + tm >= w.m and n0 + tn >= w.n
+                rows = tail.pieces(rm) if tail is not None and last_tile else (rm,)
+                if engine == "vector" and tail is not None:
+                    raise ValueError("a vector-queue epilogue beside vector-queue products")
+                steps = k_steps(w.k, tk, pieces if first else 1)
+                for j, (k0, rk) in enumerate(steps):
                     if first and parts is not None and j > 0:
                         pipe.load_more(parts[j])
                     dmas = [] if a_res else a_dmas(m0, rm, k0, rk)
@@ -277,6 +310,8 @@ def gemm_program(
                     kgen = pipe.load("k", dmas)
                     if j == 0:  # the epilogue's operands after what the first product needs
                         egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
+                        if tail is not None and params is None:  # loaded once
+                            params = [prog.add(LOAD, c) for c in tail.param_loads]
                     turn = 0 if b_res else b_turn(rk, rn)
                     last = k0 + rk >= w.k
                     if engine == "vector":  # each instruction: the array's moves
@@ -288,16 +323,41 @@ def gemm_program(
                         pipe.compute(turn + each[0])
                         for c in each[1:]:
                             pipe.compute(c)
-                    else:
+                    else:  # a tail: the last step in row pieces, each its own matmul
                         fold = sum(timing.gemv_fold_cycles(hw, rn, h)) if gemv and last else 0
-                        pipe.compute(turn + w.gemms * (step(rm, rn, rk) + fold))
+                        wait = (acc_free[-1],) if j == 0 and acc_free else ()
+                        for p, rp in enumerate(rows if last else (rm,)):
+                            cycles = w.gemms * (step(rp, rn, rk) + fold)
+                            pipe.compute((turn if p == 0 else 0) + cycles, wait, gemv)
+                            wait = ()
+                            if tail is not None and last:
+                                products.append(pipe.last_compute)
                     pipe.release(kgen)
                 if agen is not None and n0 + tn >= w.n:
                     pipe.release(agen)
                 if bgen is not None and m0 + tm >= w.m:
                     pipe.release(bgen)
-                store = None if w.out_onchip else timing.dma_cycles(hw, rm * rn * s_out)
-                pipe.finish(epilogue(rm, rn), store, egen)
+                if tail is None:
+                    store = None if w.out_onchip else timing.dma_cycles(hw, rm * rn * s_out)
+                    pipe.finish(epilogue(rm, rn), store, egen)
+                    continue
+                # the tile's epilogue on the vector queue, piece by piece
+                done = len(pipe.stores)
+                waits = (*pipe.waits, *(params or ()))
+                waits += (pipe.stores[done - pipe.nout],) if done >= pipe.nout else ()
+                pipe.waits, params = [], []
+                for p, (rp, product) in enumerate(zip(rows, products, strict=True)):
+                    ins = prog.add(VECTOR, epilogue(rp, rn), (product, *waits))
+                    waits = ()
+                    if p == len(rows) - 1:
+                        acc_free.append(ins)
+                        if egen is not None:
+                            pipe.released[egen] = ins
+                    for cycles, store in tail.chunks(rp):
+                        ins = prog.add(VECTOR, cycles)
+                        last_store = prog.add(STORE, store, (ins,))
+                pipe.stores.append(last_store)
+                products = []
     return prog
 
 

@@ -123,19 +123,23 @@ def _hoist(program: ControlProgram, k: int, loop: LoopRegion) -> tuple[Graph, Gr
     body = loop.body
     inner = {name for name, _ in loop.carried} | ({loop.index} if loop.index else set())
     invariant = [False] * len(body.nodes)
+    # ... and computed from an outer value: what only constants give (an iota, a fill,
+    # a reshape of one) the backend lays out at compile time, so there is nothing to hoist
+    outer = [False] * len(body.nodes)
     for i, node in body:
         if node.op == "input":
-            invariant[i] = str(node.attr("name")) not in inner
+            invariant[i] = outer[i] = str(node.attr("name")) not in inner
         elif node.is_leaf:
             invariant[i] = True
         else:
             invariant[i] = all(invariant[j] for j in node.inputs)
+            outer[i] = invariant[i] and any(outer[j] for j in node.inputs)
     live = body.live()
     users = body.users()
     outputs = {i for _, i in body.outputs}
     frontier = [
         live[i]
-        and invariant[i]
+        and outer[i]
         and not node.is_leaf
         and (i in outputs or any(live[u] and not invariant[u] for u in users[i]))
         for i, node in body
@@ -163,7 +167,7 @@ def _hoist(program: ControlProgram, k: int, loop: LoopRegion) -> tuple[Graph, Gr
             continue
         if i in names:
             remap[i] = rest.leaf("input", names[i], node.type)
-        elif invariant[i] and not node.is_leaf:
+        elif outer[i] and not node.is_leaf:
             continue  # only the frontier is read by the body
         else:
             remap[i] = _copy_one(rest, body, i, remap)

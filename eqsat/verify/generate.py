@@ -148,6 +148,8 @@ class _Generator(AttributeChoices):
         op = REGISTRY[term.op]
         if op.kind is OpKind.LEAF:
             return self.gen_leaf(term, op, want, dtype)
+        if not op.operands:
+            return self.gen_nullary(term, op, want, dtype)
         return self.gen_op(term, op, want, dtype)
 
     def is_free(self, term: ast.Term) -> bool:
@@ -245,6 +247,29 @@ class _Generator(AttributeChoices):
             raise Retry("an integer constant needs an integral value")
         name = None if op.name == "const" else (self.root_name or "p")
         node = self.leaf(op.name, t, name, value)
+        self.bind_attrs(term, node)
+        return node
+
+    def gen_nullary(self, term: ast.Call, op: OpDef, want, dtype) -> int:
+        """An op of no operands (iota): the type its consumer wants (else drawn), the
+        attributes the pattern fixes, the others drawn."""
+        t = want or self.var_type(None, None, dtype)
+        drawn: dict[str, Any] = {"shape": tuple(t.shape), "dtype": t.dtype.value}
+        if any(spec.name == "axis" for spec in op.attrs):
+            drawn["axis"] = self.draw(ints(0, max(t.rank - 1, 0)))
+        attrs = dict(drawn)
+        for arg in term.attrs:
+            value = self.choose(
+                op.attr_spec(arg.key), arg.value, drawn.get(arg.key, NOTHING), t.rank
+            )
+            if value is not NOTHING:
+                attrs[arg.key] = value
+        try:
+            node = self.builder.add(op.name, (), attrs)
+        except OpTypeError as err:
+            raise Retry(f"{op.name}: {err}") from None
+        if want is not None and self.type_of(node) != want:
+            raise Retry(f"{op.name} does not give {want}")
         self.bind_attrs(term, node)
         return node
 

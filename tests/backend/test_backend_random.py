@@ -17,6 +17,7 @@ from eqsat.interpreter import random_bindings
 from tests.backend.helpers import (
     assert_matches,
     bf16_magnitude,
+    bf16_roundings,
     integer_overflow,
     reference,
     run_backend,
@@ -72,5 +73,11 @@ def test_random_models_simulate_like_the_reference(graph, seed, hw_name):
     assume(not _runtime_winograd_weights(graph))
     assume(not integer_overflow(graph, bindings))
     got, report, _ = run_backend(graph, hw_name, bindings)
-    assert_matches(graph, got, reference(graph, bindings), bf16_magnitude(graph, bindings))
+    assert_matches(
+        graph,
+        got,
+        reference(graph, bindings),
+        bf16_magnitude(graph, bindings),
+        bf16_roundings(graph),
+    )
     assert report.cycles >= report.roofline_cycles

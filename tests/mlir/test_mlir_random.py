@@ -18,7 +18,12 @@ from backend.mlir.iree import run_iree
 from eqsat.interpreter import evaluate_nodes, random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
-from tests.backend.helpers import assert_matches, bf16_magnitude, reference
+from tests.backend.helpers import (
+    assert_matches,
+    bf16_magnitude,
+    bf16_roundings,
+    reference,
+)
 from tests.mlir.helpers import parse_with_iree
 from tests.strategies import graphs
 
@@ -62,7 +67,7 @@ def test_random_models_run_on_iree_like_the_reference(graph, seed):
         graph.dims,
         graph.constants,
     )
-    assert_matches(outputs, exact, want, bf16_magnitude(graph, bindings))
+    assert_matches(outputs, exact, want, bf16_magnitude(graph, bindings), bf16_roundings(graph))
 
 
 def _fed_by_floats(graph) -> set[int]:

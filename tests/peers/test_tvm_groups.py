@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
-
-# Whether the extra is installed, without importing it: tvm takes ~8 s to import, and
-# every test worker collects this module (bench/peers_tvm.py imports it when used).
-for _extra in ("tvm", "onnxslim"):
-    if importlib.util.find_spec(_extra) is None:
-        pytest.skip(f"{_extra} is not installed (the [peers] extra)", allow_module_level=True)
-
 import onnx
+import pytest
 from onnx import TensorProto, helper
 from peers_groups import group_program, onnx_node_of
 from peers_tvm import prepare_for_tvm, tvm_groups
@@ -24,6 +17,13 @@ from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 from eqsat.verify.translation import validate_program
 from hwsim import load_hardware
 from tests.peers.helpers import save, two_layers
+
+# Whether the extra is installed, without importing it: tvm takes ~8 s to import, and
+# every test worker collects this module (bench/peers_tvm.py imports it when used).
+_MISSING = [m for m in ("tvm", "onnxslim") if importlib.util.find_spec(m) is None]
+pytestmark = pytest.mark.skipif(
+    bool(_MISSING), reason=f"{', '.join(_MISSING)} not installed (the [peers] extra)"
+)
 
 
 def test_groups_of_two_layers():
