@@ -4,13 +4,16 @@ intermediate h never goes to DRAM.
 The kernel is two GEMM loops (backend/gemm.py emit_gemm) in one instruction stream.
 The first, x @ w1 with its epilogue (bias, activation), has an `SramWriter`: each
 output tile's epilogue writes into its place in an f32 SRAM tile holding all of h,
-and nothing is stored. The second, h @ w2 with its epilogue (bias, residual, and a
-NormEpilogue for a layernorm: backend/norm_epilogue.py), reads A through an
+and nothing is stored; a pre-norm block's layernorm normalizes x's rows in its A
+loader (a NormLoader: backend/norm_loader.py). The second, h @ w2 with its epilogue
+(bias, residual, and a NormEpilogue for a post-norm block's layernorm, on the vector
+queue beside the products: backend/norm_epilogue.py), reads A through an
 `OnChipLoader`: tiles of h where they lie, no loads. Each loop has its own slots, so
 the second loop's first weight loads (which wait for nothing) are issued as soon as
-the first loop's last loads are, and land while it computes. The epilogues and the
-products are on the compute queue, in order: the second loop's products come after
-the first loop's last epilogue. Tiles are eqsat/chain_plan.py's, which prices this.
+the first loop's last loads are, and land while it computes. The first loop's
+epilogues and both loops' products are on the compute queue, in order: the second
+loop's products come after the last write of h. Tiles are eqsat/chain_plan.py's,
+which prices this.
 """
 
 from __future__ import annotations
