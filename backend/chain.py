@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from eqsat.chain_plan import chain_plan
+from eqsat.costs import kernel_work
 from eqsat.ir.graph import Node
 from hwsim.gemm_queues import split_first_step
 from hwsim.isa import Instr, Tile
@@ -106,7 +107,7 @@ class OnChipLoader:
 
 def lower_chain(c: Compiler, i: int, node: Node) -> View:
     in_types = [c.graph.nodes[j].type for j in node.inputs]
-    plan = chain_plan(c.hw, node.op, in_types, node.type, node.attr_dict)
+    plan = chain_plan(c.hw, node.op, in_types, node.type, node.attr_dict, kernel_work)
     if plan is None:  # priced unrunnable: extraction takes the two kernels instead
         raise BackendError(
             f"{node.op}: its intermediate and its tiles do not fit the SRAM of "

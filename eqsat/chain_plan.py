@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from eqsat.ir.types import TensorType
@@ -116,9 +116,7 @@ def chain_parts(op_name: str, attrs: Mapping[str, AttrValue]) -> Parts:
     )
 
 
-def _works(op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs):
-    from eqsat.costs import kernel_work
-
+def _works(op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs, kernel_work):
     p = chain_parts(op_name, attrs)
     ins1 = [in_types[j] for j in p.inputs1]
     h = REGISTRY[p.product1].type_of(ins1, REGISTRY[p.product1].bind_attrs(p.attrs1))
@@ -207,8 +205,8 @@ def h_bytes(h: TensorType) -> int:
 
 
 @functools.lru_cache(maxsize=1 << 12)
-def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: tuple):
-    found = _works(op_name, in_types, out, dict(attrs))
+def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: tuple, work_of):
+    found = _works(op_name, in_types, out, dict(attrs), work_of)
     if found is None:
         return None
     w1, w2, h, second_in, parts = found
@@ -316,7 +314,9 @@ def chain_plan(
     in_types: Sequence[TensorType],
     out: TensorType,
     attrs: Mapping[str, AttrValue],
+    work_of: Callable,
 ) -> ChainPlan | None:
     """The kernel's plan, or None when it cannot run on `hw` (h and the tiles do not
-    fit SRAM, weights with a batch, a norm whose rows the product does not give)."""
-    return _plan(hw, op_name, tuple(in_types), out, tuple(sorted(attrs.items())))
+    fit SRAM, weights with a batch, a norm whose rows the product does not give).
+    `work_of`: eqsat/costs.py kernel_work (passed in: costs prices chains with this)."""
+    return _plan(hw, op_name, tuple(in_types), out, tuple(sorted(attrs.items())), work_of)

@@ -539,7 +539,7 @@ def _chain_cost(
     penalty) when its plan does not fit this machine."""
     from eqsat.chain_plan import chain_plan
 
-    plan = chain_plan(hw, op_name, in_types, out, attrs)
+    plan = chain_plan(hw, op_name, in_types, out, attrs, kernel_work)
     if plan is not None:
         return plan.cost
     chain = CHAINS[op_name]
