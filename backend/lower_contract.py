@@ -63,6 +63,24 @@ def lower_contraction(c: Compiler, i: int, node: Node, prologue=None) -> Value:
 
 def lower_fused(c: Compiler, i: int, node: Node, prologue=None, norm=None) -> Value:
     """`norm`: a NormEpilogue (backend/norm_epilogue.py) that normalizes the output's rows."""
+    env, products, expr, leaves, found = fused_parts(c, i, node)
+    if not found:
+        return expr_value(c, i, node, expr, leaves)
+    if len(products) > 1:
+        return lower_gated(c, i, node, products, env, expr, leaves, prologue)
+    call = found[0]
+    if not all(isinstance(a, str) for a in call.args):
+        raise BackendError(f"fused op '{node.op}': its {call.op} must take operands directly")
+    cattrs = {k: node.attr(v.name) if isinstance(v, AttrRef) else v for k, v in call.attrs.items()}
+    cattrs = REGISTRY[call.op].bind_attrs(cattrs)
+    args = [env[a][0] for a in call.args]  # type: ignore[index]
+    types = [env[a][1] for a in call.args]  # type: ignore[index]
+    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves, prologue, norm)
+
+
+def fused_parts(c: Compiler, i: int, node: Node):
+    """A fused node's operands by name (value, type), its products, the epilogue over
+    them (Leaf(j): product j, then the leaves) and its leaves, the products found."""
     op = node.opdef
     env = {
         name: (c.value(j), c.graph.nodes[j].type)
@@ -108,18 +126,7 @@ def lower_fused(c: Compiler, i: int, node: Node, prologue=None, norm=None) -> Va
         return EXPR[e.op](args, attrs, [], out)
 
     expr = walk(op.composition, True)
-    if not found:
-        return expr_value(c, i, node, expr, leaves)
-    if len(products) > 1:
-        return lower_gated(c, i, node, products, env, expr, leaves, prologue)
-    call = found[0]
-    if not all(isinstance(a, str) for a in call.args):
-        raise BackendError(f"fused op '{node.op}': its {call.op} must take operands directly")
-    cattrs = {k: node.attr(v.name) if isinstance(v, AttrRef) else v for k, v in call.attrs.items()}
-    cattrs = REGISTRY[call.op].bind_attrs(cattrs)
-    args = [env[a][0] for a in call.args]  # type: ignore[index]
-    types = [env[a][1] for a in call.args]  # type: ignore[index]
-    return contraction(c, i, node, call.op, args, types, cattrs, expr, leaves, prologue, norm)
+    return env, products, expr, leaves, found
 
 
 def _products(body) -> list[Call]:

@@ -26,10 +26,12 @@ from eqsat.ir.graph import Node
 from eqsat.norm_epilogue import NORM_EPILOGUE
 from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import REGISTRY, OpKind
+from eqsat.ops.chain import CHAINS
 from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.row_plan import RowQuant
 
 from .attention import lower_attention
+from .chain import lower_chain
 from .ewise import emit_ewise
 from .ewise_ops import EXPR
 from .expr import Cust, Leaf
@@ -313,6 +315,7 @@ LOWER = {
     "attention": lower_attention,  # scores on chip (attention.py), not a GEMM epilogue
     **dict.fromkeys(NORM_MATMUL, lower_norm_matmul),  # the norm in A's loader (norm_matmul.py)
     **dict.fromkeys(NORM_EPILOGUE, lower_norm_epilogue),  # in the writer (norm_epilogue.py)
+    **dict.fromkeys(CHAINS, lower_chain),  # two products in one kernel (chain.py)
     "attention_masked": lower_attention,
     **LOWER_QUANT,  # requantize_pc, observe
     **dict.fromkeys(ROW_QUANT_OPS, lower_row_quant),  # softmax/layernorm on int8 edges

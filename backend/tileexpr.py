@@ -296,8 +296,8 @@ class TileExpr:
         return sub(self.zeros[kind], r, k)
 
     def _dst(self, e: Expr, root: bool) -> Tile:
-        if self._class(e) == FULL and id(e) in self.in_out:
-            return sub(self._out, self._rn, self._cn)
+        if self._class(e) == FULL and id(e) in self.in_out:  # keeps out's row stride
+            return offset_tile(self._out, 0, 0, self._rn, self._cn)
         r, k = _dims(self._class(e), self._rn, self._cn)
         return sub(self.node_tile[id(e)], r, k)
 

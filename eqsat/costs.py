@@ -25,6 +25,7 @@ from eqsat.ir.types import DType, TensorType
 from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
+from eqsat.ops.chain import CHAINS
 from eqsat.ops.fused import body_nodes
 from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.ops.reduce import reduced_axes
@@ -449,6 +450,8 @@ def op_cost(
         return _norm_matmul_cost(hw, op_name, in_types, out, attrs)
     if op_name in NORM_EPILOGUE:  # a norm in its product's epilogue (eqsat/norm_epilogue.py)
         return _norm_epilogue_cost(hw, op_name, in_types, out)
+    if op_name in CHAINS:  # two products in one kernel (eqsat/chain_plan.py)
+        return _chain_cost(hw, op_name, in_types, out, attrs)
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None:
         return None
@@ -523,6 +526,34 @@ def _norm_epilogue_cost(
         unrun = kernel_cycles(hw, work)
         return replace(unrun, cycles=unrun.cycles + UNRUNNABLE_CYCLES, feasible=False)
     return cost
+
+
+def _chain_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, AttrValue],
+) -> KernelCost | None:
+    """The planned kernel's price; unrunnable (the two kernels' price plus the
+    penalty) when its plan does not fit this machine."""
+    from eqsat.chain_plan import chain_plan
+
+    plan = chain_plan(hw, op_name, in_types, out, attrs, kernel_work)
+    if plan is not None:
+        return plan.cost
+    chain = CHAINS[op_name]
+    first, second = REGISTRY[chain.first], REGISTRY[chain.second]
+    attrs1 = {k: v for k, v in attrs.items() if k in {a.name for a in first.attrs}}
+    attrs2 = {k: v for k, v in attrs.items() if k in {a.name for a in second.attrs}}
+    ins1 = [in_types[j] for j in chain.first_inputs]
+    h = first.type_of(ins1, first.bind_attrs(attrs1))
+    a = op_cost(hw, chain.first, ins1, h, attrs1)
+    b = op_cost(hw, chain.second, [h, *(in_types[j] for j in chain.second_inputs)], out, attrs2)
+    if a is None or b is None:
+        return None
+    both = add_costs([a, b])
+    return replace(both, cycles=both.cycles + UNRUNNABLE_CYCLES, feasible=False)
 
 
 def _by_cycles(cost: KernelCost) -> tuple[int, int]:

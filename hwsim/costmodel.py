@@ -114,6 +114,13 @@ class KernelWork:
     # matmul: A's panels are loaded whole, never in pieces (a norm prologue normalizes
     # whole rows on the way in: eqsat/norm_prologue.py)
     a_whole: bool = False
+    # matmul: A is already on chip (the intermediate of a chained kernel, eqsat/
+    # chain_plan.py): no A DMAs; `out_onchip`: the output stays on chip, no stores
+    a_onchip: bool = False
+    out_onchip: bool = False
+    # matmul: (rows, cycles) of the vector program each A panel of that many rows runs
+    # after it lands and before its products (a norm prologue, eqsat/chain_plan.py)
+    a_prologue: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -248,6 +255,8 @@ def matmul_tiling_cost(
     if w.b_bits:  # packed integers and their group scales (the batch shares them)
         b_bytes = quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, tk, w.b_scale_bytes)
     a_bytes = w.batch * w.m * w.k * s if w.kind == "matmul" else max(0, w.bytes_in - b_bytes)
+    if w.a_onchip:
+        a_bytes = 0
     reads_a = 1 if nk == 1 else nn
     reads_b = 1 if nk == 1 and nn == 1 else nm
     if w.kind == "conv":  # the weights are loaded again for every image
@@ -259,7 +268,7 @@ def matmul_tiling_cost(
     dram = once + w.bytes_out + a_bytes * (reads_a - 1) + b_bytes * (reads_b - 1) + spill
     if w.b_bits:  # bytes_in has each scale row once; k tiles inside a group reload it
         dram += b_bytes - quantized_b_bytes(w.k, w.n, w.b_bits, w.b_group, w.k, w.b_scale_bytes)
-    loads_a = w.batch * (nm if nk == 1 else nm * nn * nk)
+    loads_a = 0 if w.a_onchip else w.batch * (nm if nk == 1 else nm * nn * nk)
     if w.patch:
         pieces = _runs(w.m, tm, w.patch[0]) * _runs(w.k, tk, w.patch[1])
         loads_a = w.batch * pieces * (1 if nk == 1 else nn)
@@ -277,7 +286,8 @@ def matmul_tiling_cost(
             for sn, cn in tile_splits(w.n, tn)
             for sk, ck in tile_splits(w.k, tk)
         )
-    dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, out_tiles)
+    stores = 0 if w.out_onchip else out_tiles
+    dma = _dma(hw, dram - w.bytes_out, w.bytes_out, loads_a + loads_b, stores)
     steps = w.batch * nm * nn * nk
     cycles = _total(hw, compute, dma, steps)
     if replay and not spill and instruction_count(w, tile, loads_a + loads_b) <= MAX_INSTRUCTIONS:

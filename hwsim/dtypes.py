@@ -56,7 +56,8 @@ def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
         return bf16_bits(np.asarray(values, dtype=np.float32))
     lo, hi = INT_RANGE[dtype]
     if values.dtype.kind == "f":
-        values = np.rint(np.nan_to_num(values.astype(np.float64), nan=0.0))
+        # saturate in float: +-inf (and values past int64) cast to int64 are undefined
+        values = np.clip(np.rint(np.nan_to_num(values.astype(np.float64), nan=0.0)), lo, hi)
     elif values.dtype == STORAGE[dtype]:
         return values
     values = values.astype(np.int64, copy=False)

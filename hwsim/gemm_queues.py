@@ -98,8 +98,14 @@ class _Pipe:
         if gen is not None:
             self.released[gen] = self.last_compute
 
-    def finish(self, compute: int, store: int, egen: tuple[str, int] | None = None) -> None:
-        """An output tile: its epilogue (after its operands' loads `egen`), then its store."""
+    def finish(self, compute: int, store: int | None, egen: tuple[str, int] | None = None) -> None:
+        """An output tile: its epilogue (after its operands' loads `egen`), then its store
+        (None: the tile stays on chip, backend/chain.py)."""
+        if store is None:
+            self.compute(compute, tuple(self.waits), vector_unit=True)
+            self.waits = []
+            self.release(egen)
+            return
         k = len(self.stores)
         slot = (self.stores[k - self.nout],) if k >= self.nout else ()
         self.compute(compute, (*self.waits, *slot), vector_unit=True)
@@ -186,6 +192,7 @@ def gemm_program(
     tile: tuple[int, int, int],
     engine: str = "",
     split_first: bool | None = None,
+    prog: QueueProgram | None = None,
     tail: RowsTail | None = None,
 ) -> QueueProgram:
     """The instructions of backend/gemm.py emit_gemm for KernelWork `w` (matmul or conv
@@ -196,14 +203,16 @@ def gemm_program(
     shares of a split product: hwsim/gemv_split.py). `split_first`: the first K step
     of the first output tile in pieces (first_pieces); by default for a matmul's GEMM
     of plain weights, as backend/contract.py emit_matmul emits it. `tail`: each output
-    tile's epilogue on the vector queue (RowsTail), never with GEMV steps."""
+    tile's epilogue on the vector queue (RowsTail), never with GEMV steps. `prog`:
+    append to it (a kernel of several GEMM loops, eqsat/chain_plan.py), else a new one.
+    A work with `a_onchip` loads no A, one with `out_onchip` stores nothing."""
     tm, tn, tk = min(tile[0], w.m), min(tile[1], w.n), min(tile[2], w.k)
     s = ITEMSIZE[w.dtype]
     s_out = _out_itemsize(w)
     nk, nn = math.ceil(w.k / tk), math.ceil(w.n / tn)
     a_res, b_res = nk == 1, nk == 1 and nn == 1
     outputs = w.batch * w.m * w.n
-    prog = QueueProgram()
+    prog = QueueProgram() if prog is None else prog
     slots = tail.out_slots if tail is not None else 2
     pipe = _Pipe(prog, slots, VECTOR if engine == "vector" else COMPUTE)
     step = gemm_step_cycles(hw, w, tile)
@@ -216,6 +225,8 @@ def gemm_program(
         step = lambda m, n, k: timing.matmul_cycles(hw, w.dtype, m, n, k)  # noqa: E731
 
     def a_dmas(m0: int, rm: int, k0: int, rk: int) -> list[int]:
+        if w.a_onchip:
+            return []
         if w.patch:
             return _patch_dmas(hw, s, w.patch, m0, rm, k0, rk)
         return [timing.dma_cycles(hw, rm * rk * s)]
@@ -272,6 +283,10 @@ def gemm_program(
                 agen = pipe.load("a", parts[0])
             else:
                 agen = pipe.load("a", a_dmas(m0, rm, 0, w.k)) if a_res else None
+            if agen is not None and w.a_prologue:  # the panel's program, then it is free
+                pipe.compute(dict(w.a_prologue)[rm], vector_unit=True)
+                pipe.release(agen)
+                agen = None
             for n0 in range(0, w.n, tn):
                 rn = min(tn, w.n - n0)
                 if b_res and bgen is None and not b_done and m0 == 0:
@@ -323,7 +338,8 @@ def gemm_program(
                 if bgen is not None and m0 + tm >= w.m:
                     pipe.release(bgen)
                 if tail is None:
-                    pipe.finish(epilogue(rm, rn), timing.dma_cycles(hw, rm * rn * s_out), egen)
+                    store = None if w.out_onchip else timing.dma_cycles(hw, rm * rn * s_out)
+                    pipe.finish(epilogue(rm, rn), store, egen)
                     continue
                 # the tile's epilogue on the vector queue, piece by piece
                 done = len(pipe.stores)

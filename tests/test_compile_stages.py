@@ -21,7 +21,7 @@ MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp.model"
 def test_emit_model_loads_and_computes_the_same(tmp_path, capsys):
     assert main(["compile", str(MLP), "--emit", "model", "-q"]) == 0
     text = capsys.readouterr().out
-    assert "matmul_bias_relu(" in text  # the optimized program, not the model as written
+    assert "matmul_bias_relu" in text  # the optimized program, not the model as written
     path = tmp_path / "opt.model"
     path.write_text(text)
     original = load_model(MLP)
@@ -43,7 +43,8 @@ def test_emit_egglog_replays_in_egglog(tmp_path):
     egraph = EGraph()
     results = run_commands(egraph, text)
     extracted = str(results[-1])
-    assert extracted.startswith("(Softmax (MatmulBias (MatmulBiasRelu (MatmulBiasRelu (Input")
+    # egglog's own extraction (smallest term) takes the fused kernels, the rules' work
+    assert extracted.startswith("(Softmax (") and "(MatmulBiasRelu (Input" in extracted
 
 
 def test_emit_egraph_json_is_extractable(tmp_path, capsys):

@@ -138,3 +138,16 @@ def test_a_dimension_as_a_value():
         parse_model("model m {\n  dim S = 3\n  const n: i32[] = S\n  output n\n}\n"), {"S": 7}
     )
     assert evaluate(graph, {})["n"] == 7
+
+
+def test_a_zero_fill_has_no_sign():
+    """egglog's f64 holds -0.0 and 0.0 as one value: a const keeps 0.0 for both, so
+    what the e-graph hands back is what the model meant."""
+    import math
+
+    from eqsat.ir.graph import GraphBuilder
+    from eqsat.ir.types import DType, TensorType
+
+    b = GraphBuilder("m")
+    node = b.graph.nodes[b.const(-0.0, TensorType(DType.F32, (2, 1)))]
+    assert math.copysign(1.0, float(node.attr("value"))) == 1.0

@@ -41,7 +41,7 @@ def test_optimize_writes_model_report_and_egraph(tmp_path, capsys) -> None:
     text = capsys.readouterr().out
     assert "est. cycles" in text and "stopped:" in text and "rules that fired most" in text
     graph = check_model(parse_model_file(out))
-    assert any(n.op == "matmul_bias_relu" for n in graph.nodes)
+    assert any(n.op.startswith("matmul_bias_relu") for n in graph.nodes)  # alone or chained
     data = json.loads(report.read_text())
     assert set(data) >= REPORT_KEYS
     assert data["cost_after"] < data["cost_before"]

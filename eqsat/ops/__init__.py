@@ -2,6 +2,7 @@
 
 from eqsat.ops import (  # noqa: F401
     attention,
+    chain,  # two products in one kernel (FFN blocks: eqsat/ops/chain.py)
     elementwise,
     fused,
     layout,

@@ -64,6 +64,9 @@ register(
         operands=(),
         attrs=(AttrSpec("value", AttrType.FLOAT, doc="the fill value"), *_TYPE_ATTRS),
         infer=_leaf_type,
+        # a zero fill has no sign: egglog's f64 holds -0.0 and 0.0 as one value, so the
+        # e-graph could hand either back (+ 0.0 turns -0.0 into 0.0, keeps nan and inf)
+        normalize=lambda ts, attrs: {**attrs, "value": float(attrs["value"]) + 0.0},
         ref=_const_ref,
         doc="a tensor filled with one value (a scalar when the shape is [])",
         egg_shape="{shape}",

@@ -30,6 +30,7 @@ from eqsat.verify.cases import (
     maybe,
 )
 from eqsat.verify.opcases_attention import ATTENTION_GENERATORS
+from eqsat.verify.opcases_chain import CHAIN_GENERATORS
 from eqsat.verify.opcases_masks import MASK_GENERATORS, QLINEAR_GENERATORS
 from eqsat.verify.opcases_rotation import ROTATION_GENERATORS
 from eqsat.verify.opcases_scan import SCAN_GENERATORS
@@ -351,6 +352,7 @@ OP_GENERATORS.update(
 OP_GENERATORS.update(ATTENTION_GENERATORS)  # a constant in their body: drawn by their own
 OP_GENERATORS.update(QLINEAR_GENERATORS)  # two tensors that broadcast, scalars: their own
 OP_GENERATORS.update(WINOGRAD_EPILOGUE_GENERATORS)  # a per-channel bias: their own
+OP_GENERATORS.update(CHAIN_GENERATORS)  # 2-D weights, bias vectors: their own
 if "qmatmul_requant_add_first" in REGISTRY:
     OP_GENERATORS["qmatmul_requant_add_first"] = Family(
         lambda op, t: t.dtype is DType.F32, _draw_product_after_addend

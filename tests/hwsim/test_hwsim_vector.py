@@ -138,3 +138,10 @@ def test_bf16_rounding_is_nearest_even():
     assert np.isinf(round_bf16(np.array([np.inf], np.float32)))[0]
     assert bf16_bits(np.array([1.0], np.float32)).tolist() == [0x3F80]
     assert to_storage(np.array([1e10]), "i32").tolist() == [2**31 - 1]
+
+
+def test_float_to_integer_storage_saturates_infinities():
+    """+-inf (and values past int64) saturate like any large value; nan stores 0."""
+    values = np.array([np.inf, -np.inf, np.nan, 1e300, -1e300, 2.5, -3.5])
+    assert to_storage(values, "i8").tolist() == [127, -128, 0, 127, -128, 2, -4]
+    assert to_storage(values, "i32").tolist()[:2] == [2**31 - 1, -(2**31)]
