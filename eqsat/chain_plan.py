@@ -234,9 +234,8 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         )
 
     def need1(tile) -> int:
-        if not parts.prologue:
-            return loop_sram_bytes(w1, tile, 0, epi1)
-        extra = prologue_sram_bytes(tile[0], w1.k, x.dtype.value, parts.prologue)
+        pro = parts.prologue
+        extra = prologue_sram_bytes(tile[0], w1.k, x.dtype.value, pro) if pro else 0
         return loop_sram_bytes(w1, tile, 0, epi1) + extra
 
     def need2(tile) -> int:
@@ -267,21 +266,17 @@ def _plan(hw: Hardware, op_name: str, in_types: tuple, out: TensorType, attrs: t
         sizes = tuple(in_types[j].dtype.itemsize for j in parts.epilogue_params)
         tail = NormTail(hw, kind, w2.n, dtype, sizes, 2)
         tail = tail_plan(hw, w2, tile2, tail) if replayable(w2, tile2) else None
+    rows, saved = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype) if kind else (0, 0)
     cycles = _replayed(hw, w1, tile1, w2, tile2, tail) if not kind or tail else None
-    if cycles is None:  # too many instructions to replay: the closed forms, one launch
-        cycles = c1.cycles + c2.cycles - hw.launch_cycles
-        if kind:  # the row programs after the products
-            rows, saved = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
-            cycles += rows - saved
+    if cycles is None:  # too many instructions to replay: the closed forms, one launch,
+        cycles = c1.cycles + c2.cycles - hw.launch_cycles + rows - saved  # rows after them
     compute, vector = c1.compute_cycles + c2.compute_cycles, c1.vector_cycles + c2.vector_cycles
     if parts.prologue:
         panels = w1.batch * sum(
             c * dict(w1.a_prologue)[r] for r, c in tile_splits(w1.m, min(w1.m, tile1[0]))
         )
         compute, vector = compute + panels, vector + panels
-    if kind:
-        rows, _ = rows_cycles(hw, kind, w2.m, w2.batch, tile2[0], w2.n, dtype)
-        compute, vector = compute + rows, vector + rows
+    compute, vector = compute + rows, vector + rows
     cost = KernelCost(
         cycles=cycles,
         compute_cycles=compute,
