@@ -31,7 +31,7 @@ from .contract import acc_dtype, matrix_mode
 from .emit import KernelBuilder, Pipeline, offset_tile
 from .errors import BackendError
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
-from .gemm_kernel import epi_leaves, gemv_work
+from .gemm_kernel import as_rows, epi_leaves, fold_batch_rows, gemv_work
 from .lower_contract import fused_parts
 from .norm_epilogue import NormEpilogue
 from .norm_loader import NormLoader, NormPrologue
@@ -127,10 +127,17 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
         for j, t in zip((inputs1[0], inputs1[1], inputs2[0]), types, strict=True)
     )
     x, w1, w2 = (v if matrix_mode(v) else c.materialize(v, c.label(i), i) for v in (x, w1, w2))
-    batch, m, k = plan.h.shape[:-2], plan.h.shape[-2], types[0].shape[-1]
-    n1, n = plan.h.shape[-1], node.type.shape[-1]
-    space1 = Space(plan.h.shape, len(batch), len(batch) + 1)
-    out = c.alloc_value(i, node, keep_last=True)
+    out = value = c.alloc_value(i, node, keep_last=True)
+    h_shape = plan.h.shape
+    folded = fold_batch_rows(x, [w1, w2], out, leaves2)
+    h_leaves = [as_rows(v, h_shape) for v in leaves1]
+    if folded is not None and all(v is not None for v in h_leaves):
+        x, out, leaves2 = folded
+        leaves1 = h_leaves  # type: ignore[assignment]
+        h_shape = (math.prod(h_shape[:-1]), h_shape[-1])
+    batch, m, k = h_shape[:-2], h_shape[-2], types[0].shape[-1]
+    n1, n = h_shape[-1], node.type.shape[-1]
+    space1 = Space(h_shape, len(batch), len(batch) + 1)
     space2 = Space(out.shape, len(batch), len(batch) + 1)
     leaves1 = epi_leaves(c, i, leaves1, space1, c.hw.array_rows, c.hw.array_cols)
     leaves2 = epi_leaves(c, i, leaves2, space2, c.hw.array_rows, c.hw.array_cols)
@@ -151,7 +158,7 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
         if prologue is not None:  # x's rows normalized on the way in (norm_loader.py)
             a1 = NormLoader(a1, prologue)  # type: ignore[assignment]
         b1 = StridedLoader(Operand.of(w1, (*batch, k, n1)), nb, nb + 1, matrix_mode(w1))  # type: ignore[arg-type]
-        ops1 = [None] + [Operand.of(v, plan.h.shape) for v in leaves1]
+        ops1 = [None] + [Operand.of(v, h_shape) for v in leaves1]
         writer1 = SramWriter(h, batch, m, space1, expr1, ops1)
         g1 = Gemm(batch, m, n1, k, x.dtype, acc_dtype(x.dtype))
         z = zero()
@@ -182,4 +189,4 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
         *(prologue.params.values() if prologue else ()),
     ]
     c.add_kernel(c.kernel_name(i), i, "main", emit, [x, w1, w2, *leaves1, *leaves2, *params], [out])
-    return out
+    return value

@@ -20,7 +20,7 @@ from .contract import acc_dtype, matrix_mode
 from .errors import BackendError
 from .expr import Expr
 from .gemm import Gemm, OutWriter, StridedLoader, emit_gemm
-from .gemm_kernel import choose_tile, epi_leaves, gemv_work
+from .gemm_kernel import choose_tile, epi_leaves, fold_batch_rows, gemv_work
 from .norm_loader import NormLoader
 from .space import Operand, Space
 from .tileexpr import bytes_per_element
@@ -54,6 +54,10 @@ def lower_gated(
     out = c.alloc_value(i, node, keep_last=True)
     if out.shape[-1] != bg.shape[-1] or bg.shape != bu.shape:
         raise BackendError(f"fused op '{node.op}': gate and up weights must have one shape")
+    value = out
+    folded = fold_batch_rows(a, [bg, bu], out, leaves)
+    if folded is not None:
+        a, out, leaves = folded
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)
@@ -104,4 +108,4 @@ def lower_gated(
         emit_gemm(kb, g, tile, a_ld, b_lds[0], writer, zero(), more_b=(b_lds[1],), gemv=gemv)
 
     c.add_kernel(c.kernel_name(i), i, "main", emit, [a, bg, bu, *leaves, *params], [out])
-    return out
+    return value

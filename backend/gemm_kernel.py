@@ -127,6 +127,31 @@ def epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc:
     return bytes_per_element(epi, ops, space, out, {0: acc})
 
 
+def fold_batch_rows(
+    a: View, bs: list[View], out: View, leaves: list[View]
+) -> tuple[View, View, list[View]] | None:
+    """[..., M, K] @ [K, N] as one [rows, K] @ [K, N] product (rows: the batch's M rows
+    together), where every B is one matrix for all batch indices and the views merge
+    without a copy: B's panels are then loaded once, not once per batch index, as
+    eqsat/costs.py prices such a product. (a, out, leaves) folded, or None."""
+    if len(out.shape) <= 2 or any(len(b.shape) != 2 for b in bs):
+        return None
+    if a.shape[:-1] != out.shape[:-1]:
+        return None
+    a2, out2 = as_rows(a, a.shape), as_rows(out, out.shape)
+    folded = [as_rows(v, out.shape) for v in leaves]
+    if a2 is None or out2 is None or any(v is None for v in folded):
+        return None
+    if matrix_mode(a2) is None:
+        return None
+    return a2, out2, folded  # type: ignore[return-value]
+
+
+def as_rows(v: View, shape: tuple[int, ...]) -> View | None:
+    """`v` broadcast to `shape` as a [rows, last axis] view without a copy, or None."""
+    return v.broadcast_to(shape).reshape((math.prod(shape[:-1]), shape[-1]))
+
+
 def gemv_work(work: KernelWork) -> bool:
     """Whether the cost model lets this GEMM's one-row products run on the vector unit
     (hwsim.gemm_steps.gemv_kernel): a matmul's, not a convolution's."""
@@ -140,6 +165,9 @@ def add_gemm_kernel(
     choose_tile picks for `work`, the epilogue's operands broadcast over out (with a
     `prologue`, at a tile of one K step, A's rows normalized on chip; with a `norm`, at
     a tile of one N step, the output's rows normalized on chip)."""
+    folded = fold_batch_rows(a, [b], out, leaves)
+    if folded is not None:
+        a, out, leaves = folded
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)

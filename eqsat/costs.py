@@ -67,7 +67,11 @@ def _matmul_dims(
         w = in_types[1]
         n, o, ho, wo = out.shape
         return n, ho * wo, o, w.shape[1] * w.shape[2] * w.shape[3]
-    a = in_types[0]
+    a, b = in_types[0], in_types[1]
+    if len(b.shape) == 2 and a.shape[:-1] == out.shape[:-1]:
+        # one B for every batch index: the batch's rows are one M (backend/gemm_kernel.py
+        # fold_batch_rows), so B's panels are loaded once, not once per batch index
+        return 1, math.prod(out.shape[:-1]), out.shape[-1], a.shape[-1]
     return math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], a.shape[-1]
 
 
