@@ -22,6 +22,7 @@ from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.ops import REGISTRY
 from eqsat.ops.spatial import pad_widths, window2d
+from eqsat.window_plan import window_kernels
 from hwsim import Gather, Kernel, Matmul, Store, load_hardware, simulate
 from tests.backend.helpers import assert_matches, reference, run_backend
 from tests.strategies import op_cases, scaled, single_op_graph
@@ -240,19 +241,9 @@ def test_the_plan_counts_the_tiles_the_backend_emits(op, x, attrs, hw_name):
         streams = plan.pad_streams(t, widths, plan.pad_fills_first(hw, t, widths))
         planned = sum(plan.stream_loop(hw, s).steps for s in streams)
     else:
-        bound = {
-            "ceil_mode": False,
-            "stride": [1, 1],
-            "padding": [0, 0, 0, 0],
-            "dilation": [1, 1],
-            **attrs,
-        }
-        g = window2d(op, t, bound)
-        kind = "max" if op == "max_pool2d" else "avg"
-        if op == "avg_pool2d" and g.counts(False).min() != g.counts(False).max():
-            kind = "avg_map"
-        _, main = plan.window_streams(t, g, 4, kind)
-        planned = plan.stream_loop(hw, main).steps
+        bound = REGISTRY[op].bind_attrs(attrs)
+        out = REGISTRY[op].type_of([t], bound)
+        planned = window_kernels(hw, op, [t], out, bound).main_steps(hw)  # type: ignore[union-attr]
     assert _main_stores(compiled, f"{op}.out") == planned
 
 
@@ -294,18 +285,20 @@ def planned_stores(hw, op: str, types, attrs) -> dict[str, int]:
     kernel-name suffix: the main kernel, the prep, the count map."""
     x = types[0]
     bound = REGISTRY[op].bind_attrs(attrs)
-    mult, counts = 1, []
+    counts = []
     if op == "conv2d":
         g, kind = plan.conv_window(x, types[1], bound), "dw"
-        mult = types[1].shape[0] // x.shape[1]
+        prep = plan.window_layout(g, types[1].shape[0] // x.shape[1]) == plan.NHWC
     else:
         g, kind = window2d(op, x, bound), "max" if op == "max_pool2d" else "avg"
         include_pad = bool(bound.get("count_include_pad"))
         if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
-            kind, counts = "avg_map", plan.count_streams(g, include_pad)
-    prep, main = plan.window_streams(x, g, x.dtype.itemsize, kind, mult)
-    parts = {"": [main], ".count": counts}
-    stores = {k: sum(plan.stream_loop(hw, s).steps for s in v) for k, v in parts.items() if v}
+            counts = plan.count_streams(g, include_pad)
+        prep = plan.window_layout(g) == plan.NHWC
+    out = REGISTRY[op].type_of(types, bound)
+    stores = {"": window_kernels(hw, op, types, out, bound).main_steps(hw)}  # type: ignore[union-attr]
+    if counts:
+        stores[".count"] = sum(plan.stream_loop(hw, s).steps for s in counts)
     if prep:  # the padded NHWC image: its row-block loop (or streams)
         pads, side = (g.pads[0], g.pads[1]), (g.rows, g.cols)
         isz = x.dtype.itemsize
@@ -438,13 +431,18 @@ def test_grouped_convolutions_prepare_many_channels_within_sram(hw_name, x, grou
 
 
 def test_a_window_kernel_no_tile_of_which_fits_is_priced_out():
-    """bf16 7x7 depthwise on a 16 KiB SRAM: one element per tile is still too much, so
-    the price carries the unrunnable penalty and extraction takes any other form."""
+    """bf16 7x7 depthwise with a channel multiplier on a 16 KiB SRAM: it streams 49 tap
+    views (the row-block kernel takes no multiplier), one element per tile is still too
+    much, so the price carries the unrunnable penalty and extraction takes any other
+    form. Without the multiplier the row-block kernel's block rows fit."""
     from eqsat.costs import UNRUNNABLE_CYCLES
 
     x = TensorType(DType.BF16, (1, 32, 14, 14))
-    w = TensorType(DType.BF16, (32, 1, 7, 7))
     attrs = {"stride": [1, 1], "padding": [3, 3], "groups": 32}
-    small = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w], x, attrs)
+    w2, out2 = TensorType(DType.BF16, (64, 1, 7, 7)), TensorType(DType.BF16, (1, 64, 14, 14))
+    small = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w2], out2, attrs)
     assert not small.feasible and small.cycles >= UNRUNNABLE_CYCLES
-    assert op_cost(load_hardware("edge"), "conv2d", [x, w], x, attrs).cycles < UNRUNNABLE_CYCLES
+    assert op_cost(load_hardware("edge"), "conv2d", [x, w2], out2, attrs).cycles < UNRUNNABLE_CYCLES
+    w = TensorType(DType.BF16, (32, 1, 7, 7))
+    block = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w], x, attrs)
+    assert block.feasible and block.cycles < UNRUNNABLE_CYCLES

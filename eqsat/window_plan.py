@@ -1,0 +1,404 @@
+"""The row-block window kernel (backend/window_block.py), planned once for the backend
+and the cost model, and the price of every window op (pooling, depthwise convolution).
+
+In the nhwc layout (spatial_plan.window_layout) without a channel multiplier, a window
+kernel loads each block of padded image rows once: per step, `ht` output rows of one
+image and `ct` channels. The step's block - the (ht - 1) * sh + extent padded rows
+those rows' windows read, every padded column, ct channels - comes in by one DMA (an
+SRAM tile of rows*cols pixels x ct), and every tap of every output row is one vector
+instruction on a strided view of it (rows sw*ct elements apart); a depthwise
+convolution's per-tap weights (taps x ct) come in beside it. Then the epilogue (bias,
+clip, residual, requantization, an average's division) runs over the output tile with
+the step's epilogue operands, and one store writes the ht*WO x ct output tile. DRAM
+traffic is the image once (plus KH - sh halo rows per block), the output once and the
+weights per step, instead of KH*KW strided views of the image per output tile.
+
+The block height is the one whose loop the queues (spatial_plan.Queues) run fastest
+among a few that fit SRAM; the SRAM counted is a bound on what the backend allocates
+(each epilogue operand with a transposed copy, its intermediates as f32 tiles, the
+zero tiles), so a planned tile always fits. Windows the block kernel does not take
+(the nchw layout, a channel multiplier, an epilogue operand no tile can load) run as
+one streaming kernel over KH*KW views of the image (spatial_plan.window_streams).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from eqsat.ir.strides import Strides
+from eqsat.ir.types import TensorType
+from eqsat.ops import REGISTRY
+from eqsat.ops.fused import contraction_of
+from eqsat.ops.spatial import Window2d, window2d
+from eqsat.spatial_plan import (
+    _CONVS,
+    NHWC,
+    REQUANT_CH,
+    ZERO_ISZ,
+    Repeat,
+    Step,
+    Stream,
+    StreamPlan,
+    _epilogue,
+    add_costs,
+    conv_of,
+    conv_window,
+    count_streams,
+    is_depthwise,
+    kernel_cost,
+    leaf_class,
+    plan_cycles,
+    plan_loop,
+    plans_cost,
+    requant_ch_cycles,
+    shift_requant_ch,
+    stream_loop,
+    tiles_end,
+    window_layout,
+    window_prep_cost,
+    window_streams,
+)
+from hwsim import timing
+from hwsim.costmodel import KernelCost, tile_splits
+from hwsim.hardware import Hardware
+
+# An epilogue op computed on one row of the tile (a broadcast operand's): a qconv2d's
+# za * sum(w), priced on ct elements.
+ROW_OP = "row:"
+MAX_BLOCKS = 8  # block heights tried besides the powers of two: HO / 1 .. HO / 8
+
+
+@dataclass(frozen=True)
+class BlockWindow:
+    """What the row-block kernel's tiling and price depend on. `leaves`: the epilogue
+    operands as (strides over the [N, HO*WO, C] output space, item size); `inter`:
+    the epilogue's intermediate tiles (at most rt x ct of 4 bytes each)."""
+
+    n: int
+    ch: int
+    rows_cols: tuple[int, int]  # the padded image
+    out_hw: tuple[int, int]
+    stride: tuple[int, int]
+    extent_h: int  # padded rows one window spans
+    taps: int
+    kind: str  # max | avg | dw
+    isz: int  # the image's (and weights') item size
+    out_isz: int
+    integer: bool  # taps summed in i32 (else f32)
+    epilogue: bool  # an epilogue runs after the taps (the sums in a tile of their own)
+    leaves: tuple[tuple[Strides, int], ...] = ()
+    inter: int = 0
+
+    @property
+    def acc(self) -> bool:
+        """Do the taps combine in a 4-byte tile of their own (not the output slot)?"""
+        return self.epilogue or self.out_isz != 4
+
+    def block_rows(self, ht: int) -> int:
+        return (ht - 1) * self.stride[0] + self.extent_h
+
+    def tiles(self, ht: int, ct: int) -> list[tuple[int, int, int]]:
+        """SRAM tiles (rows, cols, item size) in the backend's allocation order (each
+        at least as large as the backend's): two block slots, two weight slots, the
+        epilogue's operand slots and intermediates, the sums, a depthwise i32
+        product row, two output slots, the epilogue's zero tiles."""
+        rt, wo = ht * self.out_hw[1], self.out_hw[1]
+        block = (self.block_rows(ht) * self.rows_cols[1], ct, self.isz)
+        tiles = [block, block]
+        if self.kind == "dw":
+            tiles += [(self.taps, ct, self.isz)] * 2
+        for _, isz in self.leaves:
+            tiles += [(rt, ct, isz)] * 3
+        tiles += [(rt, ct, 4)] * self.inter
+        if self.acc:
+            tiles.append((rt, ct, 4))
+        if self.kind == "dw" and self.integer:
+            tiles.append((wo, ct, 4))
+        tiles += [(rt, ct, self.out_isz)] * 2
+        if self.epilogue:
+            tiles += [(rt + 1, ct, ZERO_ISZ), (rt, ct, 4), (rt, ct, 4)]
+        return tiles
+
+    def fits(self, hw: Hardware, ht: int, ct: int) -> bool:
+        return tiles_end(self.tiles(ht, ct)) <= hw.sram_bytes
+
+    def tap_ops(self) -> list[str]:
+        """The vector ops of one output row's taps, in order (backend/window_block.py)."""
+        t = self.taps
+        if self.kind == "dw":
+            return ["mul"] + ["mul", "add"] * (t - 1) if self.integer else ["fma"] * t
+        if t == 1:
+            return ["copy"]
+        return ["max" if self.kind == "max" else "add"] * (t - 1)
+
+
+def block_window(
+    x: TensorType,
+    g: Window2d,
+    kind: str,
+    out_isz: int,
+    mult: int = 1,
+    extra: Sequence[tuple[Strides, int]] = (),
+    epilogue: bool = False,
+    inter: int = 0,
+) -> BlockWindow | None:
+    """The row-block kernel of a window op, or None where it does not run (the nchw
+    layout, a channel multiplier, an epilogue operand whose tile cannot be loaded).
+    `extra`: epilogue operands as strides over the [N, C, HO, WO] output."""
+    if window_layout(g, mult) != NHWC or mult != 1:
+        return None
+    ho, wo = g.out_hw
+    leaves = []
+    for st, isz in extra:
+        merged = block_strides(st, ho, wo)
+        if merged is None or leaf_class(merged[1], merged[2], 2, 2) is None:
+            return None
+        leaves.append((merged, isz))
+    return BlockWindow(
+        x.shape[0],
+        x.shape[1],
+        (g.rows, g.cols),
+        g.out_hw,
+        g.stride,
+        g.extent[0],
+        g.taps,
+        kind,
+        x.dtype.itemsize,
+        out_isz,
+        not x.dtype.is_float,
+        epilogue,
+        tuple(leaves),
+        inter,
+    )
+
+
+def block_strides(st: Strides, ho: int, wo: int) -> Strides | None:
+    """[N, C, HO, WO] strides as strides over [N, HO*WO, C] (None: the output rows and
+    columns do not merge into one axis for this operand)."""
+    s0, s1, s2, s3 = st
+    if ho > 1 and wo > 1 and s2 != wo * s3:
+        return None
+    return (s0, s3 if wo > 1 else s2, s1)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The row-block kernel's loop: `ht` output rows x `ct` channels a step, its steps
+    in the order the backend emits them (images, row blocks, channel blocks)."""
+
+    ht: int
+    ct: int
+    order: Repeat
+    fits: bool = True
+
+    def stream(self, wo: int) -> StreamPlan:
+        return StreamPlan((self.ht * wo, self.ct), self.order, None, self.fits)
+
+
+def _steps(
+    hw: Hardware, bw: BlockWindow, ht: int, ct: int, ops: Sequence[str] = (), priced: bool = True
+) -> Repeat:
+    """The loop of a (ht, ct) tiling; `priced`: with the epilogue's compute (`ops`),
+    else the taps' only (what the block height is chosen by)."""
+    ho, wo = bw.out_hw
+    cstr = [(0, bw.ch, 1), (0, 0, 0), *(st for st, _ in bw.leaves)]
+    tap_ops = bw.tap_ops()
+
+    def step(hn: int, cn: int) -> Step:
+        rn = hn * wo
+        loads = [bw.block_rows(hn) * bw.rows_cols[1] * cn * bw.isz]
+        if bw.kind == "dw":
+            loads.append(bw.taps * cn * bw.isz)
+        compute = hn * sum(timing.vector_cycles(hw, wo * cn, op) for op in tap_ops)
+        for st, isz in bw.leaves:
+            cls = leaf_class(st[1], st[2], rn, cn)
+            elements = {"full": rn * cn, "row": cn, "col": rn, "tr": rn * cn}[cls]  # type: ignore[index]
+            loads.append(elements * isz)
+            if cls == "tr" and priced:
+                compute += timing.vector_cycles(hw, rn * cn, "transpose")
+        if priced:
+            for op in ops:
+                if op.startswith(ROW_OP):
+                    compute += timing.vector_cycles(hw, cn, op.removeprefix(ROW_OP))
+                elif op.startswith(REQUANT_CH):
+                    compute += requant_ch_cycles(hw, op, cstr, 1, 2, rn, cn)
+                else:
+                    compute += timing.vector_cycles(hw, rn * cn, op)
+        out = rn * cn * bw.out_isz
+        transfer = sum(timing.dma_transfer_cycles(hw, b) for b in [*loads, out])
+        queue = tuple(timing.dma_cycles(hw, b) for b in loads)
+        return Step(queue, compute, timing.dma_cycles(hw, out), transfer, sum(loads) + out)
+
+    def rows(hn: int) -> tuple:
+        return tuple(Repeat(k, (step(hn, cn),)) for cn, k in tile_splits(bw.ch, ct))
+
+    body = tuple(Repeat(k, rows(hn)) for hn, k in tile_splits(ho, ht))
+    return Repeat(bw.n, body)
+
+
+def _largest(limit: int, fits) -> int:
+    """The largest k in 1..limit with fits(k) (fits is monotone), 0 if none."""
+    if not fits(1):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+@functools.cache
+def block_tiling(hw: Hardware, bw: BlockWindow) -> tuple[int, int]:
+    """(ht, ct) of the row-block kernel: all channels if one output row of them fits,
+    else as many as fit; then the block height among the largest that fits, the powers
+    of two below it and HO / 1..8, whose loop of taps runs fastest ((0, 0): nothing
+    fits)."""
+    ho = bw.out_hw[0]
+    ct = _largest(bw.ch, lambda c: bw.fits(hw, 1, c))
+    if not ct:
+        return 0, 0
+    hmax = _largest(ho, lambda h: bw.fits(hw, h, ct))
+    heights = {hmax, *(2**k for k in range(hmax.bit_length()) if 2**k <= hmax)}
+    heights |= {h for k in range(1, MAX_BLOCKS + 1) if (h := -(-ho // k)) <= hmax}
+    best = min(
+        (plan_cycles(hw, StreamPlan((h, ct), _steps(hw, bw, h, ct, priced=False), None)), -h)
+        for h in heights
+    )
+    return -best[1], ct
+
+
+def block_plan(hw: Hardware, bw: BlockWindow, ops: Sequence[str] = ()) -> BlockPlan:
+    """The row-block kernel's loop with the epilogue's `ops` priced in; a one-row,
+    one-channel tiling marked unfit when nothing fits SRAM."""
+    ht, ct = block_tiling(hw, bw)
+    if not ht:
+        return BlockPlan(1, 1, _steps(hw, bw, 1, 1, ops), fits=False)
+    return BlockPlan(ht, ct, _steps(hw, bw, ht, ct, ops))
+
+
+def block_cost(hw: Hardware, bw: BlockWindow, ops: Sequence[str] = ()) -> KernelCost:
+    """The price of the row-block kernel, replayed on the queues."""
+    return plans_cost(hw, [block_plan(hw, bw, ops).stream(bw.out_hw[1])])
+
+
+# ----------------------------------------------------------------- prices
+
+
+def model_inter(ops: Sequence[str], out_isz: int, integer_to_float: bool) -> int:
+    """The epilogue's intermediate tiles as the backend's TileExpr allocates them:
+    into a 4-byte output every op chains through the output tile but the row ops, into
+    a narrower one (bf16, i8) or from integer sums into floats all but the root."""
+    rows = sum(1 for op in ops if op.startswith(ROW_OP))
+    if out_isz < 4 or integer_to_float:
+        return max(rows, len(ops) - 1)
+    return rows
+
+
+@dataclass(frozen=True)
+class WindowKernels:
+    """The kernels of a window op: its prep (the padded NHWC image) and count map
+    costs, and its main kernel: the row-block kernel (`block`, priced with `ops`) or
+    the streaming kernel (`main`)."""
+
+    before: tuple[KernelCost, ...]
+    block: BlockWindow | None
+    ops: tuple[str, ...] = ()
+    main: Stream | None = None
+
+    def cost(self, hw: Hardware) -> KernelCost:
+        if self.block is not None:
+            main = block_cost(hw, self.block, self.ops)
+        else:
+            main = kernel_cost(hw, [self.main])  # type: ignore[list-item]
+        return add_costs([*self.before, main])
+
+    def main_steps(self, hw: Hardware) -> int:
+        """Steps (one store each) of the main kernel."""
+        if self.block is not None:
+            return plan_loop(hw, block_plan(hw, self.block, self.ops).stream(1)).steps
+        return stream_loop(hw, self.main).steps  # type: ignore[arg-type]
+
+
+def window_cost(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, object],
+) -> KernelCost | None:
+    """The cost of pooling and depthwise convolution (fused or not; None for other
+    ops): each kernel the backend emits for it (prep, counts, main), priced
+    instruction by instruction. Inputs are taken to be row-major in DRAM."""
+    kernels = window_kernels(hw, op_name, in_types, out, attrs)
+    return None if kernels is None else kernels.cost(hw)
+
+
+def window_kernels(
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs: Mapping[str, object],
+) -> WindowKernels | None:
+    """The kernels of a pooling or depthwise convolution (None for other ops)."""
+    if op_name in ("max_pool2d", "avg_pool2d"):
+        return _pool_kernels(hw, op_name, in_types[0], out, attrs)
+    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
+        return None  # not a grouped convolution
+    op = REGISTRY[op_name]
+    conv = conv_of(op, in_types, attrs)
+    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
+        return None  # (other grouped convolutions run one GEMM per group)
+    x, w, cattrs = conv
+    g = conv_window(x, w, cattrs)
+    ops, extra = _epilogue(op, in_types, out, attrs)
+    za = int(cattrs.get("a_zero", 0))  # type: ignore[call-overload]
+    mult = w.shape[0] // x.shape[1]
+    prep = (window_prep_cost(hw, x, g, za != 0),) if window_layout(g, mult) == NHWC else ()
+    out_isz = out.dtype.itemsize
+    block_ops = ops
+    if za:  # a qconv2d's - za * sum(w) (backend/window.py), ahead of the epilogue
+        block_ops = (f"{ROW_OP}mul", "sub", *(shift_requant_ch(o, 1) for o in ops))
+        ops = ("mul", "sub", *(shift_requant_ch(o, 1) for o in ops))
+        extra = (((0, 1, 0, 0), 4), *extra)
+    to_float = not x.dtype.is_float and out.dtype.is_float
+    inter = model_inter(block_ops, out_isz, to_float)
+    bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter)
+    if bw is not None and block_tiling(hw, bw) != (0, 0):
+        return WindowKernels(prep, bw, tuple(shift_requant_ch(o, 1) for o in block_ops))
+    _, main = window_streams(x, g, out_isz, "dw", mult, extra, ops, out.dtype.is_float)
+    return WindowKernels(prep, None, main=main)
+
+
+def pool_epilogue(g: Window2d, kind: str, include_pad: bool, is_float: bool):
+    """(ops, epilogue operands) after an average pool's sum: + 0 for floats (the
+    reference sums from +0), then the division by a number or by the count map."""
+    if kind != "avg":
+        return (), ()
+    ops = ("add", "div") if is_float else ("div",)
+    counts = g.counts(include_pad)
+    if counts.min() == counts.max():
+        return ops, ()
+    return ops, (((0, 0, g.out_hw[1], 1), 4),)
+
+
+def _pool_kernels(hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs):
+    g = window2d(op_name, x, attrs)
+    kind = "max" if op_name == "max_pool2d" else "avg"
+    include_pad = bool(attrs.get("count_include_pad"))
+    before = []
+    stream_kind = kind
+    if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
+        stream_kind = "avg_map"
+        before.append(kernel_cost(hw, count_streams(g, include_pad)))
+    if window_layout(g) == NHWC:
+        before.insert(0, window_prep_cost(hw, x, g, kind == "max"))
+    ops, extra = pool_epilogue(g, kind, include_pad, x.dtype.is_float)
+    inter = model_inter(ops, out.dtype.itemsize, False)
+    bw = block_window(x, g, kind, out.dtype.itemsize, 1, extra, kind == "avg", inter)
+    if bw is not None and block_tiling(hw, bw) != (0, 0):
+        return WindowKernels(tuple(before), bw, ops)
+    _, main = window_streams(x, g, out.dtype.itemsize, stream_kind)
+    return WindowKernels(tuple(before), None, main=main)
