@@ -72,7 +72,7 @@ def plan_block(
         dtypes = {0: sums_dtype(bw)}
         out = out_type.dtype.value
         tx = TileExpr(probe, _space(bw), epi, [None, *ops], dtypes, out, 2, 2, None)
-        bw = dataclasses.replace(bw, inter=len(tx.node_tile))
+        bw = dataclasses.replace(bw, inter=len(tx.node_tile), zeros=len(tx.zero_kinds))
     return bw if block_tiling(c.hw, bw) != (0, 0) else None
 
 

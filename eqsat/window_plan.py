@@ -34,8 +34,12 @@ from eqsat.ops.fused import contraction_of
 from eqsat.ops.spatial import Window2d, window2d
 from eqsat.spatial_plan import (
     _CONVS,
+    COL,
+    FULL,
     NHWC,
     REQUANT_CH,
+    ROW,
+    TR,
     ZERO_ISZ,
     Repeat,
     Step,
@@ -90,6 +94,7 @@ class BlockWindow:
     epilogue: bool  # an epilogue runs after the taps (the sums in a tile of their own)
     leaves: tuple[tuple[Strides, int], ...] = ()
     inter: int = 0
+    zeros: int = 0  # the epilogue's zero tiles (kinds), besides the tile they load into
 
     @property
     def acc(self) -> bool:
@@ -100,25 +105,29 @@ class BlockWindow:
         return (ht - 1) * self.stride[0] + self.extent_h
 
     def tiles(self, ht: int, ct: int) -> list[tuple[int, int, int]]:
-        """SRAM tiles (rows, cols, item size) in the backend's allocation order (each
-        at least as large as the backend's): two block slots, two weight slots, the
-        epilogue's operand slots and intermediates, the sums, a depthwise i32
-        product row, two output slots, the epilogue's zero tiles."""
+        """SRAM tiles (rows, cols, item size) in the backend's allocation order: two
+        block slots, two weight slots, the epilogue's operand slots (and a transposed
+        operand's copy) and intermediates (at most rt x ct of 4 bytes each), the sums,
+        a depthwise i32 product row, two output slots, the epilogue's zero tiles."""
         rt, wo = ht * self.out_hw[1], self.out_hw[1]
         block = (self.block_rows(ht) * self.rows_cols[1], ct, self.isz)
         tiles = [block, block]
         if self.kind == "dw":
             tiles += [(self.taps, ct, self.isz)] * 2
-        for _, isz in self.leaves:
-            tiles += [(rt, ct, isz)] * 3
+        dims = {FULL: (rt, ct), ROW: (1, ct), COL: (rt, 1), TR: (ct, rt)}
+        for st, isz in self.leaves:
+            cls = leaf_class(st[1], st[2], rt, ct)
+            tiles += [(*dims[cls], isz)] * 2  # type: ignore[index]
+            if cls == TR:
+                tiles.append((rt, ct, isz))
         tiles += [(rt, ct, 4)] * self.inter
         if self.acc:
             tiles.append((rt, ct, 4))
         if self.kind == "dw" and self.integer:
             tiles.append((wo, ct, 4))
         tiles += [(rt, ct, self.out_isz)] * 2
-        if self.epilogue:
-            tiles += [(rt + 1, ct, ZERO_ISZ), (rt, ct, 4), (rt, ct, 4)]
+        if self.zeros:
+            tiles += [(rt + 1, ct, ZERO_ISZ)] + [(rt, ct, 4)] * self.zeros
         return tiles
 
     def fits(self, hw: Hardware, ht: int, ct: int) -> bool:
@@ -214,9 +223,9 @@ def _steps(
         compute = hn * sum(timing.vector_cycles(hw, wo * cn, op) for op in tap_ops)
         for st, isz in bw.leaves:
             cls = leaf_class(st[1], st[2], rn, cn)
-            elements = {"full": rn * cn, "row": cn, "col": rn, "tr": rn * cn}[cls]  # type: ignore[index]
+            elements = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}[cls]  # type: ignore[index]
             loads.append(elements * isz)
-            if cls == "tr" and priced:
+            if cls == TR and priced:
                 compute += timing.vector_cycles(hw, rn * cn, "transpose")
         if priced:
             for op in ops:
@@ -251,22 +260,25 @@ def _largest(limit: int, fits) -> int:
 
 @functools.cache
 def block_tiling(hw: Hardware, bw: BlockWindow) -> tuple[int, int]:
-    """(ht, ct) of the row-block kernel: all channels if one output row of them fits,
-    else as many as fit; then the block height among the largest that fits, the powers
-    of two below it and HO / 1..8, whose loop of taps runs fastest ((0, 0): nothing
-    fits)."""
-    ho = bw.out_hw[0]
-    ct = _largest(bw.ch, lambda c: bw.fits(hw, 1, c))
-    if not ct:
+    """(ht, ct) of the row-block kernel: for each block height tried (the largest that
+    fits, the powers of two below it, HO / 1..8), the channels split evenly into as
+    few blocks as fit; the tiling whose loop of taps the queues run fastest ((0, 0):
+    nothing fits)."""
+    ho, ch = bw.out_hw[0], bw.ch
+    hmax = _largest(ho, lambda h: bw.fits(hw, h, 1))
+    if not hmax:
         return 0, 0
-    hmax = _largest(ho, lambda h: bw.fits(hw, h, ct))
     heights = {hmax, *(2**k for k in range(hmax.bit_length()) if 2**k <= hmax)}
     heights |= {h for k in range(1, MAX_BLOCKS + 1) if (h := -(-ho // k)) <= hmax}
-    best = min(
-        (plan_cycles(hw, StreamPlan((h, ct), _steps(hw, bw, h, ct, priced=False), None)), -h)
-        for h in heights
-    )
-    return -best[1], ct
+    best = None
+    for h in sorted(heights):
+        cmax = _largest(ch, lambda c, h=h: bw.fits(hw, h, c))
+        ct = -(-ch // -(-ch // cmax))  # the channels in equal blocks
+        order = _steps(hw, bw, h, ct, priced=False)
+        key = (plan_cycles(hw, StreamPlan((h, ct), order, None)), -h)
+        if best is None or key < best[0]:
+            best = (key, (h, ct))
+    return best[1]  # type: ignore[index]
 
 
 def block_plan(hw: Hardware, bw: BlockWindow, ops: Sequence[str] = ()) -> BlockPlan:
