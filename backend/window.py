@@ -28,7 +28,7 @@ from .ewise import emit_ewise
 from .expr import Bin, Expr, Leaf
 from .operands import add_ewise_kernel
 from .views import Imm, Value, View
-from .window_block import add_block_kernel, plan_block
+from .window_block import add_block_kernel, plan_block, row_planes
 from .zero_points import weight_sums, weight_value
 
 if TYPE_CHECKING:
@@ -53,13 +53,22 @@ class Image:
     """Where the taps of a window kernel come from and where its output goes."""
 
     def __init__(self, c: Compiler, i: int, x: View, g: Window2d, fill: Imm, mult: int = 1):
+        self.c, self.i, self.x, self.fill = c, i, x, fill
         self.g, self.mult = g, mult
         self.layout = window_layout(g, mult)
         n, ch = x.shape[:2]
         self.n, self.ch = n, ch
+        self.src: View | None = None
+
+    def source(self) -> View:
+        """The image the taps read: the padded NHWC image (its prep kernel is added on
+        the first call) or x itself (made unit-stride along columns if it is not)."""
+        if self.src is not None:
+            return self.src
+        c, i, x, g, ch = self.c, self.i, self.x, self.g, self.ch
         (sh, sw), wo = g.stride, g.out_hw[1]
         if self.layout == NHWC:
-            src = nhwc_image(c, i, x, (g.pads[0], g.pads[1]), (g.rows, g.cols), fill)
+            src = nhwc_image(c, i, x, (g.pads[0], g.pads[1]), (g.rows, g.cols), self.fill)
             img, row = g.rows * g.cols * ch, g.cols * ch
             self.base, self.src = src.offset, src
             self.tap_strides = (img, 1, sh * row, sw * ch)
@@ -71,9 +80,11 @@ class Image:
             self.base, self.src = x.offset, x
             self.tap_strides = (s[0], s[1], sh * s[2], sw * s[3])
             self.tap_offset = lambda a, b: a * s[2] + b * s[3]
+        return self.src
 
     def taps(self) -> list[View]:
         """[N, C, HO, WO] views (with a multiplier: [N, C, M, HO, WO]), one per tap."""
+        src = self.source()
         shape = (self.n, self.ch, *self.g.out_hw)
         out = []
         for a, b in self.g.tap_offsets():
@@ -82,14 +93,14 @@ class Image:
             if self.mult > 1:
                 out.append(
                     View(
-                        self.src.buf,
+                        src.buf,
                         off,
                         (*shape[:2], self.mult, *shape[2:]),
                         (*strides[:2], 0, *strides[2:]),
                     )
                 )
             else:
-                out.append(View(self.src.buf, off, shape, strides))
+                out.append(View(src.buf, off, shape, strides))
         return out
 
     def output(self, c: Compiler, i: int, node: Node, out_type: TensorType) -> tuple[View, View]:
@@ -130,9 +141,12 @@ def lower_max_pool(c: Compiler, i: int, node: Node) -> Value:
     dtype = node.type.dtype
     image = Image(c, i, x, g, Imm(float(lowest(dtype)), dtype.value))
     out, value = image.output(c, i, node, node.type)
-    bw = plan_block(c, t, g, "max", node.type, None, []) if image.layout == NHWC else None
+    bw = None
+    if image.layout == NHWC:
+        bw = plan_block(c, t, g, "max", node.type, None, [], row_planes(x), image.fill.value)
     if bw is not None:
-        add_block_kernel(c, i, bw, g, image.src, None, out, None, [])
+        src = x if bw.direct else image.source()
+        add_block_kernel(c, i, bw, g, src, None, out, None, [], image.fill.value)
         return value
     taps = image.taps()
     expr = _chain("max", [Leaf(k) for k in range(len(taps))])
@@ -156,9 +170,10 @@ def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
         divisor: Expr = Imm(float(counts.flat[0]), "f32") if count_map is None else Leaf(1)
         expr = Bin("div", total, divisor)
         extra = [] if count_map is None else [count_map]
-        bw = plan_block(c, t, g, "avg", node.type, expr, extra)
+        bw = plan_block(c, t, g, "avg", node.type, expr, extra, row_planes(x), 0.0)
         if bw is not None:
-            add_block_kernel(c, i, bw, g, image.src, None, out, expr, extra)
+            src = x if bw.direct else image.source()
+            add_block_kernel(c, i, bw, g, src, None, out, expr, extra, 0.0)
             return value
     taps = image.taps()
     total = _chain("add", [Leaf(k) for k in range(len(taps))])
@@ -293,9 +308,11 @@ def _block_depthwise(
         first = 1 + len(extra)
         expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(first + k - 1))
         extra += [v.broadcast_to(out_type.shape) for v in leaves]
-    bw = plan_block(c, x_type, image.g, "dw", out_type, expr, extra)
+    x = image.x
+    bw = plan_block(c, x_type, image.g, "dw", out_type, expr, extra, row_planes(x), float(za))
     if bw is None:
         return None
     out, value = image.output(c, i, node, out_type)
-    add_block_kernel(c, i, bw, image.g, image.src, packed, out, expr, extra)
+    src = x if bw.direct else image.source()
+    add_block_kernel(c, i, bw, image.g, src, packed, out, expr, extra, float(za))
     return value

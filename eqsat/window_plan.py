@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eqsat.ir.strides import Strides
 from eqsat.ir.types import TensorType
@@ -95,14 +95,59 @@ class BlockWindow:
     leaves: tuple[tuple[Strides, int], ...] = ()
     inter: int = 0
     zeros: int = 0  # the epilogue's zero tiles (kinds), besides the tile they load into
+    direct: bool = False  # the kernel reads x [N, C, H, W] itself (no prep kernel)
+    in_hw: tuple[int, int] = (0, 0)
+    top_left: tuple[int, int] = (0, 0)  # where x's first row and column go
+    fill: bool = False  # the padding is not zero (max pooling's, a qconv2d's za)
 
     @property
     def acc(self) -> bool:
         """Do the taps combine in a 4-byte tile of their own (not the output slot)?"""
         return self.epilogue or self.out_isz != 4
 
+    @property
+    def float_taps(self) -> bool:
+        """An integer depthwise convolution reading x itself: its rows are turned into
+        f32 (the transposes cast), its taps summed by fma in an f32 tile, exactly (i8
+        products and sums of fewer than 2**10 of them stay below 2**24), then cast to
+        the i32 sums once a tile: one op a tap instead of a mul and an add."""
+        return self.kind == "dw" and self.integer and self.direct and self.taps < 2**10
+
+    @property
+    def block_isz(self) -> int:
+        return 4 if self.float_taps else self.isz
+
     def block_rows(self, ht: int) -> int:
         return (ht - 1) * self.stride[0] + self.extent_h
+
+    @property
+    def inner(self) -> tuple[int, int]:
+        """Rows and columns of x the windows read."""
+        (h, w), (top, left), (hp, wp) = self.in_hw, self.top_left, self.rows_cols
+        return min(h, max(0, hp - top)), min(w, max(0, wp - left))
+
+    def block_parts(self, h0: int, hn: int) -> tuple[int, int, int, int]:
+        """(first row of x, rows of x, padding rows above them, padding rows below) of
+        the block of output rows h0 .. h0 + hn."""
+        pr0, nr = h0 * self.stride[0], self.block_rows(hn)
+        top, hh = self.top_left[0], self.inner[0]
+        xa, xb = min(max(pr0 - top, 0), hh), min(max(pr0 + nr - top, 0), hh)
+        above = min(max(top - pr0, 0), nr)
+        return xa, xb - xa, above, nr - above - (xb - xa)
+
+    def raw_rows(self, ht: int) -> int:
+        """Rows of x a step loads at most (direct)."""
+        return min(self.block_rows(ht), self.inner[0])
+
+    def fill_rows(self, ht: int) -> int:
+        """Padded rows of fill kept to copy over a block's padding rows (direct)."""
+        top, bottom = self.top_left[0], self.rows_cols[0] - self.top_left[0] - self.inner[0]
+        return min(self.block_rows(ht), max(top, bottom))
+
+    def whole_rows(self, ht: int) -> int:
+        """Rows (pixels) of the direct kernel's one block tile: a spare row (the element
+        the zeroing load brings in), the block, the fill rows."""
+        return 1 + (self.block_rows(ht) + self.fill_rows(ht)) * self.rows_cols[1]
 
     def tiles(self, ht: int, ct: int) -> list[tuple[int, int, int]]:
         """SRAM tiles (rows, cols, item size) in the backend's allocation order: two
@@ -110,10 +155,17 @@ class BlockWindow:
         operand's copy) and intermediates (at most rt x ct of 4 bytes each), the sums,
         a depthwise i32 product row, two output slots, the epilogue's zero tiles."""
         rt, wo = ht * self.out_hw[1], self.out_hw[1]
-        block = (self.block_rows(ht) * self.rows_cols[1], ct, self.isz)
-        tiles = [block, block]
+        if self.direct:  # two slots of x's rows, one block (module doc)
+            raw = self.raw_rows(ht)
+            tiles = [(ct, raw * self.in_hw[1], self.isz)] * 2 if raw else []
+            tiles.append((self.whole_rows(ht), ct, self.block_isz))
+        else:
+            block = (self.block_rows(ht) * self.rows_cols[1], ct, self.isz)
+            tiles = [block, block]
         if self.kind == "dw":
             tiles += [(self.taps, ct, self.isz)] * 2
+        if self.float_taps:  # the weights as f32
+            tiles.append((self.taps, ct, 4))
         dims = {FULL: (rt, ct), ROW: (1, ct), COL: (rt, 1), TR: (ct, rt)}
         for st, isz in self.leaves:
             cls = leaf_class(st[1], st[2], rt, ct)
@@ -121,9 +173,11 @@ class BlockWindow:
             if cls == TR:
                 tiles.append((rt, ct, isz))
         tiles += [(rt, ct, 4)] * self.inter
+        if self.float_taps:  # the f32 sums
+            tiles.append((rt, ct, 4))
         if self.acc:
             tiles.append((rt, ct, 4))
-        if self.kind == "dw" and self.integer:
+        if self.kind == "dw" and self.integer and not self.float_taps:
             tiles.append((wo, ct, 4))
         tiles += [(rt, ct, self.out_isz)] * 2
         if self.zeros:
@@ -137,7 +191,9 @@ class BlockWindow:
         """The vector ops of one output row's taps, in order (backend/window_block.py)."""
         t = self.taps
         if self.kind == "dw":
-            return ["mul"] + ["mul", "add"] * (t - 1) if self.integer else ["fma"] * t
+            if self.integer and not self.float_taps:
+                return ["mul"] + ["mul", "add"] * (t - 1)
+            return ["fma"] * t
         if t == 1:
             return ["copy"]
         return ["max" if self.kind == "max" else "add"] * (t - 1)
@@ -152,10 +208,14 @@ def block_window(
     extra: Sequence[tuple[Strides, int]] = (),
     epilogue: bool = False,
     inter: int = 0,
+    direct: bool = True,
+    fill: bool = False,
 ) -> BlockWindow | None:
     """The row-block kernel of a window op, or None where it does not run (the nchw
     layout, a channel multiplier, an epilogue operand whose tile cannot be loaded).
-    `extra`: epilogue operands as strides over the [N, C, HO, WO] output."""
+    `extra`: epilogue operands as strides over the [N, C, HO, WO] output; `direct`:
+    x's channel planes are row-major (the kernel reads x itself, no prep), unless the
+    windows read no row or column of x; `fill`: the padding is not zero."""
     if window_layout(g, mult) != NHWC or mult != 1:
         return None
     ho, wo = g.out_hw
@@ -165,7 +225,7 @@ def block_window(
         if merged is None or leaf_class(merged[1], merged[2], 2, 2) is None:
             return None
         leaves.append((merged, isz))
-    return BlockWindow(
+    bw = BlockWindow(
         x.shape[0],
         x.shape[1],
         (g.rows, g.cols),
@@ -180,7 +240,13 @@ def block_window(
         epilogue,
         tuple(leaves),
         inter,
+        0,
+        False,
+        x.shape[2:],  # type: ignore[arg-type]
+        (g.pads[0], g.pads[1]),
+        fill,
     )
+    return replace(bw, direct=direct and min(bw.inner) > 0)
 
 
 def block_strides(st: Strides, ho: int, wo: int) -> Strides | None:
@@ -201,9 +267,19 @@ class BlockPlan:
     ct: int
     order: Repeat
     fits: bool = True
+    prologue: tuple[int, int] | None = None  # direct: the zeroing load, the fill
 
     def stream(self, wo: int) -> StreamPlan:
-        return StreamPlan((self.ht * wo, self.ct), self.order, None, self.fits)
+        return StreamPlan((self.ht * wo, self.ct), self.order, self.prologue, self.fits)
+
+
+def block_prologue(hw: Hardware, bw: BlockWindow, ht: int, ct: int) -> tuple[int, int] | None:
+    """The direct kernel's prologue: one element of x loaded into the block tile
+    (zeroing the rest), then the fill added to all of it but the spare row."""
+    if not bw.direct:
+        return None
+    fill = timing.vector_cycles(hw, (bw.whole_rows(ht) - 1) * ct, "add") if bw.fill else 0
+    return timing.dma_cycles(hw, bw.block_isz), fill
 
 
 def _steps(
@@ -215,12 +291,26 @@ def _steps(
     cstr = [(0, bw.ch, 1), (0, 0, 0), *(st for st, _ in bw.leaves)]
     tap_ops = bw.tap_ops()
 
-    def step(hn: int, cn: int) -> Step:
+    def step(h0: int, hn: int, cn: int) -> Step:
         rn = hn * wo
-        loads = [bw.block_rows(hn) * bw.rows_cols[1] * cn * bw.isz]
+        loads = []
+        compute = hn * sum(timing.vector_cycles(hw, wo * cn, op) for op in tap_ops)
+        if bw.float_taps:  # the weights cast to f32, the f32 sums to i32
+            compute += timing.vector_cycles(hw, bw.taps * cn, "copy")
+            compute += timing.vector_cycles(hw, rn * cn, "copy")
+        if bw.direct:  # x's rows in, turned into NHWC rows; the padding rows copied
+            _, nrx, above, below = bw.block_parts(h0, hn)
+            width = bw.inner[1]
+            if nrx:
+                loads.append(cn * nrx * bw.in_hw[1] * bw.isz)
+                compute += nrx * timing.vector_cycles(hw, width * cn, "transpose")
+            for pad in (above, below):
+                if pad:
+                    compute += timing.vector_cycles(hw, pad * bw.rows_cols[1] * cn, "copy")
+        else:
+            loads.append(bw.block_rows(hn) * bw.rows_cols[1] * cn * bw.isz)
         if bw.kind == "dw":
             loads.append(bw.taps * cn * bw.isz)
-        compute = hn * sum(timing.vector_cycles(hw, wo * cn, op) for op in tap_ops)
         for st, isz in bw.leaves:
             cls = leaf_class(st[1], st[2], rn, cn)
             elements = {FULL: rn * cn, ROW: cn, COL: rn, TR: rn * cn}[cls]  # type: ignore[index]
@@ -240,11 +330,21 @@ def _steps(
         queue = tuple(timing.dma_cycles(hw, b) for b in loads)
         return Step(queue, compute, timing.dma_cycles(hw, out), transfer, sum(loads) + out)
 
-    def rows(hn: int) -> tuple:
-        return tuple(Repeat(k, (step(hn, cn),)) for cn, k in tile_splits(bw.ch, ct))
+    def row_block(h0: int, hn: int) -> tuple:
+        return tuple(Repeat(k, (step(h0, hn, cn),)) for cn, k in tile_splits(bw.ch, ct))
 
-    body = tuple(Repeat(k, rows(hn)) for hn, k in tile_splits(ho, ht))
-    return Repeat(bw.n, body)
+    # the row blocks, runs of blocks alike (the same rows of x and of padding) as one
+    body: list[Repeat] = []
+    last = None
+    for h0 in range(0, ho, ht):
+        hn = min(ht, ho - h0)
+        key = (hn, *bw.block_parts(h0, hn)[1:]) if bw.direct else (hn,)
+        if key == last:
+            body[-1] = Repeat(body[-1].count + 1, body[-1].body)
+        else:
+            body.append(Repeat(1, row_block(h0, hn)))
+        last = key
+    return Repeat(bw.n, tuple(body))
 
 
 def _largest(limit: int, fits) -> int:
@@ -275,7 +375,8 @@ def block_tiling(hw: Hardware, bw: BlockWindow) -> tuple[int, int]:
         cmax = _largest(ch, lambda c, h=h: bw.fits(hw, h, c))
         ct = -(-ch // -(-ch // cmax))  # the channels in equal blocks
         order = _steps(hw, bw, h, ct, priced=False)
-        key = (plan_cycles(hw, StreamPlan((h, ct), order, None)), -h)
+        stream = StreamPlan((h, ct), order, block_prologue(hw, bw, h, ct))
+        key = (plan_cycles(hw, stream), -h)
         if best is None or key < best[0]:
             best = (key, (h, ct))
     return best[1]  # type: ignore[index]
@@ -287,7 +388,7 @@ def block_plan(hw: Hardware, bw: BlockWindow, ops: Sequence[str] = ()) -> BlockP
     ht, ct = block_tiling(hw, bw)
     if not ht:
         return BlockPlan(1, 1, _steps(hw, bw, 1, 1, ops), fits=False)
-    return BlockPlan(ht, ct, _steps(hw, bw, ht, ct, ops))
+    return BlockPlan(ht, ct, _steps(hw, bw, ht, ct, ops), True, block_prologue(hw, bw, ht, ct))
 
 
 def block_cost(hw: Hardware, bw: BlockWindow, ops: Sequence[str] = ()) -> KernelCost:
@@ -377,9 +478,10 @@ def window_kernels(
         extra = (((0, 1, 0, 0), 4), *extra)
     to_float = not x.dtype.is_float and out.dtype.is_float
     inter = model_inter(block_ops, out_isz, to_float)
-    bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter)
+    bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter, True, za != 0)
     if bw is not None and block_tiling(hw, bw) != (0, 0):
-        return WindowKernels(prep, bw, tuple(shift_requant_ch(o, 1) for o in block_ops))
+        ops = tuple(shift_requant_ch(o, 1) for o in block_ops)
+        return WindowKernels(() if bw.direct else prep, bw, ops)
     _, main = window_streams(x, g, out_isz, "dw", mult, extra, ops, out.dtype.is_float)
     return WindowKernels(prep, None, main=main)
 
@@ -400,17 +502,18 @@ def _pool_kernels(hw: Hardware, op_name: str, x: TensorType, out: TensorType, at
     g = window2d(op_name, x, attrs)
     kind = "max" if op_name == "max_pool2d" else "avg"
     include_pad = bool(attrs.get("count_include_pad"))
-    before = []
+    count = []
     stream_kind = kind
     if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
         stream_kind = "avg_map"
-        before.append(kernel_cost(hw, count_streams(g, include_pad)))
-    if window_layout(g) == NHWC:
-        before.insert(0, window_prep_cost(hw, x, g, kind == "max"))
+        count.append(kernel_cost(hw, count_streams(g, include_pad)))
+    prep = [window_prep_cost(hw, x, g, kind == "max")] if window_layout(g) == NHWC else []
     ops, extra = pool_epilogue(g, kind, include_pad, x.dtype.is_float)
     inter = model_inter(ops, out.dtype.itemsize, False)
-    bw = block_window(x, g, kind, out.dtype.itemsize, 1, extra, kind == "avg", inter)
+    fill = kind == "max"
+    bw = block_window(x, g, kind, out.dtype.itemsize, 1, extra, kind == "avg", inter, True, fill)
     if bw is not None and block_tiling(hw, bw) != (0, 0):
-        return WindowKernels(tuple(before), bw, ops)
+        return WindowKernels(tuple(count if bw.direct else prep + count), bw, ops)
+    before = prep + count
     _, main = window_streams(x, g, out.dtype.itemsize, stream_kind)
     return WindowKernels(tuple(before), None, main=main)
