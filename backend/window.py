@@ -1,12 +1,15 @@
 """Window kernels: max and average pooling and depthwise convolution on the vector unit.
 
-Tap (i, j) of every window is one strided view of the image, so a kernel is one
-streaming elementwise kernel (ewise.py) over KH*KW such views: max, sum (divided by
-the window's count), or the sum of taps times their per-channel weight (a depthwise
-convolution's fused epilogue - bias, relu, residual - applies on top in the same
-pass). Where windows touch padding or step over columns, a prep kernel first writes
-the image padded and NHWC (conv_prep.nhwc_image); eqsat/spatial_plan.py decides the
-layout, so the cost model prices what is emitted here.
+Where windows touch padding or step over columns (eqsat/spatial_plan.py
+window_layout) and there is no channel multiplier, the row-block kernel
+(window_block.py) runs it: blocks of image rows loaded once, every tap a strided SRAM
+view of them, the epilogue (bias, clip, residual, requantization, an average's
+division) in the same pass. Otherwise tap (i, j) of every window is one strided view
+of the image (x itself, or the padded NHWC image a prep kernel writes,
+conv_prep.nhwc_image), and the kernel is one streaming elementwise kernel (ewise.py)
+over KH*KW such views: max, sum (divided by the window's count), or the sum of taps
+times their per-channel weight, the fused epilogue on top. eqsat/window_plan.py plans
+and prices both, so the cost model prices what is emitted here.
 
 An average pool whose windows do not all have the same number of taps on the input
 divides by a [HO, WO] map of counts, written by a `count` kernel as rectangles of

@@ -8,10 +8,13 @@ tiles. Two layouts:
 - `nchw`: the windows touch no padding and step one column at a time, so every tap
   is a view of x itself with unit column stride; the output is NCHW. Tiles are
   rows x columns of one (image, channel) plane.
-- `nhwc`: otherwise. A prep kernel writes x as a padded NHWC image (the fill: -inf or
-  the integer minimum for max pooling, 0 otherwise) covering every window, so that
-  taps have unit stride along channels whatever the stride; the output is written
-  NHWC (returned as an NCHW view). Tiles are output columns x channels.
+- `nhwc`: otherwise. The windows read a padded NHWC image (the fill: -inf or the
+  integer minimum for max pooling, a qconv2d's zero point, 0 otherwise), so that taps
+  have unit stride along channels whatever the stride; the output is written NHWC
+  (returned as an NCHW view). Without a channel multiplier this is the row-block
+  kernel of eqsat/window_plan.py, which turns blocks of x's rows into that image on
+  chip; otherwise a prep kernel writes the image and one streaming kernel reads its
+  KH*KW tap views, tiles of output columns x channels.
 
 A depthwise convolution has C/groups == 1 and groups > 1 (groups = C): one input
 channel per output channel leaves nothing for the matrix unit to contract. Other
