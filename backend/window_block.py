@@ -203,7 +203,19 @@ def emit_block_window(
         pipe.store([(dram(out_op, pos.offset(out_op), pos.rows, cn, out_op.strides[1]), o)])
 
 
-def _direct_rows(bw, image, raws, slot, loads, block, fill_addr, h0, hn, n, c0) -> list[Instr]:
+def _direct_rows(
+    bw: BlockWindow,
+    image: View,
+    raws: tuple[Tile, Tile] | None,
+    slot: int,
+    loads: list,
+    block: Tile,
+    fill_addr: int,
+    h0: int,
+    hn: int,
+    n: int,
+    c0: int,
+) -> list[Instr]:
     """A direct step's rows of x: one DMA of cn channel planes' rows (appended to
     `loads`), one transpose per row into the block (pixels ct apart, between the
     border columns the prologue filled), the padding rows copied from the fill rows."""
@@ -213,6 +225,7 @@ def _direct_rows(bw, image, raws, slot, loads, block, fill_addr, h0, hn, n, c0) 
     isz, sram = block.itemsize, block.space
     out: list[Instr] = []
     if nrx:
+        assert raws is not None
         raw = sub(raws[slot], cn, nrx * w)
         sn, sc = image.strides[0], image.strides[1]
         start = image.offset + n * sn + c0 * sc + xa * w

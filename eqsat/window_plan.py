@@ -279,7 +279,7 @@ def block_prologue(hw: Hardware, bw: BlockWindow, ht: int, ct: int) -> tuple[int
     if not bw.direct:
         return None
     fill = timing.vector_cycles(hw, (bw.whole_rows(ht) - 1) * ct, "add") if bw.fill else 0
-    return timing.dma_cycles(hw, bw.block_isz), fill
+    return timing.dma_cycles(hw, bw.isz), fill
 
 
 def _steps(
