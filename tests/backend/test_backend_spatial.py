@@ -451,6 +451,33 @@ def test_the_row_block_kernel_reads_the_image_about_once():
     assert abs(main - sim) <= 0.02 * sim, f"model {main}, simulated {sim}"
 
 
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+def test_a_window_kernel_whose_input_is_another_ones_nhwc_output_preps_it(hw_name):
+    """A depthwise convolution reading a max pool's output (an NHWC buffer seen as
+    NCHW: its channel planes are not row-major) cannot load x's rows per channel:
+    its row-block kernel reads the padded image a prep kernel writes, and a second
+    depthwise convolution after it as well; all simulate like the reference."""
+    x = TensorType(F32, (2, 24, 9, 9))
+    w = TensorType(F32, (24, 1, 3, 3))
+    b = GraphBuilder("chain")
+    xa, wa = b.leaf("input", "x", x), b.leaf("param", "w", w)
+    w2 = b.leaf("param", "w2", TensorType(F32, (24, 1, 5, 5)))
+    pool = b.add("max_pool2d", [xa], {"kernel": [3, 3], "stride": [2, 2], "padding": [1] * 4})
+    dw = b.add("conv2d", [pool, wa], {"groups": 24, "padding": [1, 1]}, "dw")
+    dw2 = b.add("conv2d", [dw, w2], {"groups": 24, "padding": [2, 2], "stride": [2, 2]}, "dw2")
+    b.output("y", b.add("relu", [dw2], {}, "r"))
+    graph = b.graph
+    bindings = _bindings(graph, 3)
+    got, _, compiled = run_backend(graph, hw_name, bindings, races=True)
+    assert_matches(graph, got, reference(graph, bindings))
+    names = {k.name for k in compiled.kernels}
+    assert {"conv2d.dw.prep", "conv2d.dw", "conv2d.dw2.prep", "conv2d.dw2"} <= names
+    assert not any(n.startswith("max_pool2d") and n.endswith(".prep") for n in names)
+    for name in ("conv2d.dw", "conv2d.dw2"):  # a block and the weights a step, not 2 x 9 taps
+        loads = sum(1 for k, ins in _instrs(compiled) if k == name and isinstance(ins, Load))
+        assert loads == 2 * _main_stores(compiled, name)
+
+
 NARROW = [
     ("conv2d", (1, 672, 2, 2), DType.BF16, 5, 2),
     ("max_pool2d", (1, 1024, 1, 1), DType.I8, 7, 3),
