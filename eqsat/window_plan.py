@@ -2,23 +2,29 @@
 and the cost model, and the price of every window op (pooling, depthwise convolution).
 
 In the nhwc layout (spatial_plan.window_layout) without a channel multiplier, a window
-kernel loads each block of padded image rows once: per step, `ht` output rows of one
-image and `ct` channels. The step's block - the (ht - 1) * sh + extent padded rows
-those rows' windows read, every padded column, ct channels - comes in by one DMA (an
-SRAM tile of rows*cols pixels x ct), and every tap of every output row is one vector
-instruction on a strided view of it (rows sw*ct elements apart); a depthwise
-convolution's per-tap weights (taps x ct) come in beside it. Then the epilogue (bias,
-clip, residual, requantization, an average's division) runs over the output tile with
-the step's epilogue operands, and one store writes the ht*WO x ct output tile. DRAM
-traffic is the image once (plus KH - sh halo rows per block), the output once and the
-weights per step, instead of KH*KW strided views of the image per output tile.
+kernel reads each block of image rows once: per step, `ht` output rows of one image
+and `ct` channels. The step's block is the (ht - 1) * sh + extent padded rows those
+rows' windows read, every padded column, ct channels, as an SRAM tile of rows*cols
+pixels x ct. Direct (x's channel planes row-major, what the cost model assumes): the
+rows of x in it come in by one DMA ([ct, rows*W]) and are transposed on chip, one
+instruction a row, between border columns the prologue filled once (one element
+loaded into the tile zeroes the rest, then the fill is added); padding rows are copied
+from fill rows kept beside the block. Otherwise a prep kernel writes the padded NHWC
+image (conv_prep.nhwc_image) and the block comes in by one DMA. Every tap of every
+output row is then one vector instruction on a strided view of the block (rows sw
+pixels apart); a depthwise convolution's per-tap weights (taps x ct) come in beside
+it. The epilogue (bias, clip, residual, requantization, an average's division) runs
+over the output tile with the step's epilogue operands, and one store writes the
+ht*WO x ct output tile. DRAM traffic is x once (plus the halo rows of each block), the
+output once and the weights per step, instead of a prep pass plus KH*KW strided views
+of the padded image per output tile.
 
-The block height is the one whose loop the queues (spatial_plan.Queues) run fastest
-among a few that fit SRAM; the SRAM counted is a bound on what the backend allocates
-(each epilogue operand with a transposed copy, its intermediates as f32 tiles, the
-zero tiles), so a planned tile always fits. Windows the block kernel does not take
-(the nchw layout, a channel multiplier, an epilogue operand no tile can load) run as
-one streaming kernel over KH*KW views of the image (spatial_plan.window_streams).
+The (ht, ct) tiling is the one whose loop the queues (spatial_plan.Queues) run fastest
+among a few that fit SRAM (BlockWindow.tiles lists what the backend allocates, the
+epilogue's intermediate tiles at their largest). Windows the block kernel does not
+take (the nchw layout, a channel multiplier, an epilogue operand no tile can load, no
+tiling that fits) run as one streaming kernel over KH*KW views of the image
+(spatial_plan.window_streams).
 """
 
 from __future__ import annotations
