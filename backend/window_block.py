@@ -1,17 +1,22 @@
-"""The row-block window kernel: each block of padded image rows loaded once, every
-tap a vector instruction on a strided SRAM view of it (eqsat/window_plan.py plans
-the tiling and prices exactly this loop).
+"""The row-block window kernel: each block of image rows read once, every tap a vector
+instruction on a strided SRAM view of it (eqsat/window_plan.py plans the tiling and
+prices exactly this loop).
 
 Space: [N, HO*WO, C] over the NHWC output, rows along output pixels (ht whole output
-rows a tile), columns along channels. A step loads the block of the padded NHWC image
-(conv_prep.nhwc_image) its rows' windows read, a depthwise convolution's taps x ct
-weights and the epilogue's operands; per output row, tap (a, b) is the block's view
-from pixel (r*sh + a)*Wp + b with rows sw*ct elements apart. The taps combine into the
-sums (a 4-byte tile, or the output slot itself when nothing follows and it is f32 or
-i32): a float depthwise convolution by fma (the first adds +0: the reference sums from
-+0, so a -0 product gives +0), an integer one by mul and add through an i32 row, max
-and average pooling by max and add. Without an epilogue the last tap writes the
-output slot; with one, TileExpr computes it over the sums (Leaf 0) and its operands.
+rows a tile), columns along channels. A step loads the rows of x its output rows'
+windows read (one [cn, rows*W] DMA; the transposes turn them into the padded NHWC
+block, pixels ct apart, whose border the prologue filled and whose padding rows are
+copied from fill rows) - or, when x's planes are not row-major, the block of the
+padded NHWC image a prep kernel wrote (conv_prep.nhwc_image) - plus a depthwise
+convolution's taps x ct weights and the epilogue's operands. Per output row, tap
+(a, b) is the block's view from pixel (r*sh + a)*Wp + b with rows sw pixels apart. The
+taps combine into the sums (a 4-byte tile, or the output slot itself when nothing
+follows and it is f32 or i32): a float depthwise convolution by fma (the first adds
++0: the reference sums from +0, so a -0 product gives +0), an int8 one read directly
+by fma in f32 (its rows and weights cast by the transposes and a copy; exact) and
+cast to i32 sums, else by mul and add through an i32 row; max and average pooling by
+max and add. Without an epilogue the last tap writes the output slot; with one,
+TileExpr computes it over the sums (Leaf 0) and its operands.
 """
 
 from __future__ import annotations
