@@ -245,7 +245,7 @@ def lower_depthwise(
         known = weight_value(c, node)
         sums = weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
         sums = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
-    if image.layout == NHWC and mult == 1:
+    if image.layout == NHWC and (mult == 1 or row_planes(x)):
         x_type = TensorType(DType(x.dtype), x.shape)
         done = _block_depthwise(c, i, node, image, x_type, packed, za, sums, epi, leaves, out_type)
         if done is not None:
@@ -312,10 +312,11 @@ def _block_depthwise(
         expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(first + k - 1))
         extra += [v.broadcast_to(out_type.shape) for v in leaves]
     x = image.x
-    bw = plan_block(c, x_type, image.g, "dw", out_type, expr, extra, row_planes(x), float(za))
+    direct, mult = row_planes(x), image.mult
+    bw = plan_block(c, x_type, image.g, "dw", out_type, expr, extra, direct, float(za), mult)
     if bw is None:
         return None
-    out, value = image.output(c, i, node, out_type)
+    _, value = image.output(c, i, node, out_type)  # (the [N, C*M, HO, WO] view of it)
     src = x if bw.direct else image.source()
-    add_block_kernel(c, i, bw, image.g, src, packed, out, expr, extra, float(za))
+    add_block_kernel(c, i, bw, image.g, src, packed, value, expr, extra, float(za))
     return value

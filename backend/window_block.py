@@ -65,14 +65,16 @@ def plan_block(
     leaves: list[View],
     direct: bool,
     fill: float,
+    mult: int = 1,
 ) -> BlockWindow | None:
     """The row-block kernel of a window op whose epilogue `epi` (None: the sums as
     they are) reads `leaves` (views over the [N, C, HO, WO] output), or None when it
     does not run (eqsat/window_plan.py block_window) or no tile fits SRAM. `direct`:
-    it may read x itself (row_planes); `fill`: the padding's value."""
+    it may read x itself (row_planes); `fill`: the padding's value; `mult`: a depthwise
+    convolution's channel multiplier."""
     extra = [(v.strides, ITEMSIZE[v.dtype]) for v in leaves]
     out_isz = out_type.dtype.itemsize
-    bw = block_window(x, g, kind, out_isz, 1, extra, epi is not None, 0, direct, fill != 0)
+    bw = block_window(x, g, kind, out_isz, mult, extra, epi is not None, 0, direct, fill != 0)
     if bw is None:
         return None
     if epi is not None:  # its intermediate tiles, as TileExpr allocates them
@@ -232,9 +234,19 @@ def _direct_rows(
     if nrx:
         assert raws is not None
         raw = sub(raws[slot], cn, nrx * w)
-        sn, sc = image.strides[0], image.strides[1]
-        start = image.offset + n * sn + c0 * sc + xa * w
-        loads.append((raw, dram(Operand(image.buf, image.offset, (0,)), start, cn, nrx * w, sc)))
+        sn, sc, m = image.strides[0], image.strides[1], bw.mult
+        start = image.offset + n * sn + c0 // m * sc + xa * w
+        src_op = Operand(image.buf, image.offset, (0,))
+        for k in range(m):  # output channel j reads input channel j // m: rows k, k+m, ...
+            rows = Tile(
+                sram,
+                raw.addr + k * nrx * w * raw.itemsize,
+                cn // m,
+                nrx * w,
+                raw.dtype,
+                m * nrx * w,
+            )
+            loads.append((rows, dram(src_op, start, cn // m, nrx * w, sc)))
         for r in range(nrx):
             dst = Tile(
                 sram, block.addr + ((above + r) * wp + left) * ct * isz, width, cn, block.dtype, ct

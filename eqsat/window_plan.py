@@ -33,7 +33,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from eqsat.ir.strides import Strides
+from eqsat.ir.strides import Strides, row_major
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY
 from eqsat.ops.fused import contraction_of
@@ -105,6 +105,7 @@ class BlockWindow:
     in_hw: tuple[int, int] = (0, 0)
     top_left: tuple[int, int] = (0, 0)  # where x's first row and column go
     fill: bool = False  # the padding is not zero (max pooling's, a qconv2d's za)
+    mult: int = 1  # output channels per input channel (direct only; ct a multiple of it)
 
     @property
     def acc(self) -> bool:
@@ -218,11 +219,12 @@ def block_window(
     fill: bool = False,
 ) -> BlockWindow | None:
     """The row-block kernel of a window op, or None where it does not run (the nchw
-    layout, a channel multiplier, an epilogue operand whose tile cannot be loaded).
+    layout, a channel multiplier on a prepped image, an epilogue operand whose tile
+    cannot be loaded).
     `extra`: epilogue operands as strides over the [N, C, HO, WO] output; `direct`:
     x's channel planes are row-major (the kernel reads x itself, no prep), unless the
     windows read no row or column of x; `fill`: the padding is not zero."""
-    if window_layout(g, mult) != NHWC or mult != 1:
+    if window_layout(g, mult) != NHWC:
         return None
     ho, wo = g.out_hw
     leaves = []
@@ -233,7 +235,7 @@ def block_window(
         leaves.append((merged, isz))
     bw = BlockWindow(
         x.shape[0],
-        x.shape[1],
+        x.shape[1] * mult,
         (g.rows, g.cols),
         g.out_hw,
         g.stride,
@@ -251,8 +253,10 @@ def block_window(
         x.shape[2:],  # type: ignore[arg-type]
         (g.pads[0], g.pads[1]),
         fill,
+        mult,
     )
-    return replace(bw, direct=direct and min(bw.inner) > 0)
+    bw = replace(bw, direct=direct and min(bw.inner) > 0)
+    return bw if bw.direct or mult == 1 else None
 
 
 def block_strides(st: Strides, ho: int, wo: int) -> Strides | None:
@@ -307,8 +311,8 @@ def _steps(
         if bw.direct:  # x's rows in, turned into NHWC rows; the padding rows copied
             _, nrx, above, below = bw.block_parts(h0, hn)
             width = bw.inner[1]
-            if nrx:
-                loads.append(cn * nrx * bw.in_hw[1] * bw.isz)
+            if nrx:  # each input channel's rows once per output channel it feeds
+                loads += [cn // bw.mult * nrx * bw.in_hw[1] * bw.isz] * bw.mult
                 compute += nrx * timing.vector_cycles(hw, width * cn, "transpose")
             for pad in (above, below):
                 if pad:
@@ -370,16 +374,16 @@ def block_tiling(hw: Hardware, bw: BlockWindow) -> tuple[int, int]:
     fits, the powers of two below it, HO / 1..8), the channels split evenly into as
     few blocks as fit; the tiling whose loop of taps the queues run fastest ((0, 0):
     nothing fits)."""
-    ho, ch = bw.out_hw[0], bw.ch
-    hmax = _largest(ho, lambda h: bw.fits(hw, h, 1))
+    ho, ch, m = bw.out_hw[0], bw.ch, bw.mult
+    hmax = _largest(ho, lambda h: bw.fits(hw, h, m))
     if not hmax:
         return 0, 0
     heights = {hmax, *(2**k for k in range(hmax.bit_length()) if 2**k <= hmax)}
     heights |= {h for k in range(1, MAX_BLOCKS + 1) if (h := -(-ho // k)) <= hmax}
     best = None
     for h in sorted(heights):
-        cmax = _largest(ch, lambda c, h=h: bw.fits(hw, h, c))
-        ct = -(-ch // -(-ch // cmax))  # the channels in equal blocks
+        cmax = m * _largest(ch // m, lambda c, h=h: bw.fits(hw, h, c * m))
+        ct = m * -(-(ch // m) // -(-ch // cmax))  # the channels in equal blocks
         order = _steps(hw, bw, h, ct, priced=False)
         stream = StreamPlan((h, ct), order, block_prologue(hw, bw, h, ct))
         key = (plan_cycles(hw, stream), -h)
@@ -425,13 +429,15 @@ class WindowKernels:
     block: BlockWindow | None
     ops: tuple[str, ...] = ()
     main: Stream | None = None
+    after: Stream | None = None  # an epilogue run as a pass of its own
 
     def cost(self, hw: Hardware) -> KernelCost:
         if self.block is not None:
             main = block_cost(hw, self.block, self.ops)
         else:
             main = kernel_cost(hw, [self.main])  # type: ignore[list-item]
-        return add_costs([*self.before, main])
+        after = [kernel_cost(hw, [self.after])] if self.after is not None else []
+        return add_costs([*self.before, main, *after])
 
     def main_steps(self, hw: Hardware) -> int:
         """Steps (one store each) of the main kernel."""
@@ -477,6 +483,17 @@ def window_kernels(
     mult = w.shape[0] // x.shape[1]
     prep = (window_prep_cost(hw, x, g, za != 0),) if window_layout(g, mult) == NHWC else ()
     out_isz = out.dtype.itemsize
+    after = None
+    if ops and mult > 1 and contraction_of(op_name) == "qconv2d":
+        # backend/lower_contract.py: the i32 sums with a multiplier, then the epilogue
+        # as its own streaming pass over them (NHWC) and its operands
+        ho, wo = g.out_hw
+        o = w.shape[0]
+        sums = ((ho * wo * o, 1, wo * o, o), 4)
+        inter = model_inter(ops, out_isz, not out.dtype.is_float)
+        after_ops = tuple(shift_requant_ch(op, 1) for op in ops)
+        after = Stream(out.shape, row_major(out.shape), out_isz, (sums, *extra), after_ops, inter)
+        ops, extra, out_isz = (), (), 4
     block_ops = ops
     if za:  # a qconv2d's - za * sum(w) (backend/window.py), ahead of the epilogue
         block_ops = (f"{ROW_OP}mul", "sub", *(shift_requant_ch(o, 1) for o in ops))
@@ -487,9 +504,10 @@ def window_kernels(
     bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter, True, za != 0)
     if bw is not None and block_tiling(hw, bw) != (0, 0):
         ops = tuple(shift_requant_ch(o, 1) for o in block_ops)
-        return WindowKernels(() if bw.direct else prep, bw, ops)
-    _, main = window_streams(x, g, out_isz, "dw", mult, extra, ops, out.dtype.is_float)
-    return WindowKernels(prep, None, main=main)
+        return WindowKernels(() if bw.direct else prep, bw, ops, after=after)
+    is_float = out.dtype.is_float and after is None
+    _, main = window_streams(x, g, out_isz, "dw", mult, extra, ops, is_float)
+    return WindowKernels(prep, None, main=main, after=after)
 
 
 def pool_epilogue(g: Window2d, kind: str, include_pad: bool, is_float: bool):

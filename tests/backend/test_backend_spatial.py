@@ -380,8 +380,8 @@ def test_window_kernels_fit_any_sram_and_cost_what_they_simulate(hw_name):
 def block_cases(draw):
     """(op, input types, attributes) the row-block kernel runs with an epilogue or a
     narrow type: a depthwise convolution with bias and relu (a channel row) or bias, a
-    residual (an NCHW operand loaded transposed) and relu, f32 or bf16; or a pooling
-    with dilation, ceil mode, uneven padding. Kernel 1..5, stride 1..2, batch 1..2, 2..48
+    residual (an NCHW operand loaded transposed) and relu, f32 or bf16, channel
+    multiplier 1..3; or a pooling with dilation, ceil mode, uneven padding. Kernel 1..5, stride 1..2, batch 1..2, 2..48
     channels of a 1..9 square image."""
     op = draw(
         st.sampled_from(["conv2d_bias_relu", "conv2d_bias_add_relu", "max_pool2d", "avg_pool2d"])
@@ -391,11 +391,11 @@ def block_cases(draw):
     n, c = draw(st.integers(1, 2)), draw(st.integers(2, 48))
     if op.startswith("conv2d"):
         side = draw(st.integers(max(1, k - 2 * p), 9))
-        out = (side + 2 * p - k) // s + 1
+        out, m = (side + 2 * p - k) // s + 1, draw(st.sampled_from([1, 1, 2, 3]))
         x = TensorType(dtype, (n, c, side, side))
-        types = [x, TensorType(dtype, (c, 1, k, k)), TensorType(dtype, (c, 1, 1))]
+        types = [x, TensorType(dtype, (c * m, 1, k, k)), TensorType(dtype, (c * m, 1, 1))]
         if op == "conv2d_bias_add_relu":
-            types.append(TensorType(dtype, (n, c, out, out)))
+            types.append(TensorType(dtype, (n, c * m, out, out)))
         return op, types, {"groups": c, "stride": [s, s], "padding": [p, p]}
     d = draw(st.integers(1, 2))
     ext = (k - 1) * d + 1
@@ -536,18 +536,22 @@ def test_grouped_convolutions_prepare_many_channels_within_sram(hw_name, x, grou
 
 
 def test_a_window_kernel_no_tile_of_which_fits_is_priced_out():
-    """bf16 7x7 depthwise with a channel multiplier on a 16 KiB SRAM: it streams 49 tap
-    views (the row-block kernel takes no multiplier), one element per tile is still too
-    much, so the price carries the unrunnable penalty and extraction takes any other
-    form. Without the multiplier the row-block kernel's block rows fit."""
+    """bf16 7x7 depthwise on a 16 KiB SRAM: over a 1500-column image not even one
+    channel of the row-block kernel's seven rows fits, and its streaming form's one
+    element per tile of 49 tap slots is still too much, so the price carries the
+    unrunnable penalty and extraction takes any other form. Over a 14x14 image (also
+    with a channel multiplier) the row-block kernel's rows fit."""
     from eqsat.costs import UNRUNNABLE_CYCLES
 
-    x = TensorType(DType.BF16, (1, 32, 14, 14))
-    attrs = {"stride": [1, 1], "padding": [3, 3], "groups": 32}
-    w2, out2 = TensorType(DType.BF16, (64, 1, 7, 7)), TensorType(DType.BF16, (1, 64, 14, 14))
-    small = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w2], out2, attrs)
+    tiny, edge = load_hardware(TINY_SRAM), load_hardware("edge")
+    attrs = {"stride": [1, 1], "padding": [3, 3], "groups": 8}
+    wide, w = TensorType(DType.BF16, (1, 8, 4, 1500)), TensorType(DType.BF16, (8, 1, 7, 7))
+    small = op_cost(tiny, "conv2d", [wide, w], wide, attrs)
     assert not small.feasible and small.cycles >= UNRUNNABLE_CYCLES
-    assert op_cost(load_hardware("edge"), "conv2d", [x, w2], out2, attrs).cycles < UNRUNNABLE_CYCLES
-    w = TensorType(DType.BF16, (32, 1, 7, 7))
-    block = op_cost(load_hardware(TINY_SRAM), "conv2d", [x, w], x, attrs)
-    assert block.feasible and block.cycles < UNRUNNABLE_CYCLES
+    assert op_cost(edge, "conv2d", [wide, w], wide, attrs).cycles < UNRUNNABLE_CYCLES
+    x = TensorType(DType.BF16, (1, 8, 14, 14))
+    for m in (1, 2):
+        w = TensorType(DType.BF16, (8 * m, 1, 7, 7))
+        out = TensorType(DType.BF16, (1, 8 * m, 14, 14))
+        block = op_cost(tiny, "conv2d", [x, w], out, attrs)
+        assert block.feasible and block.cycles < UNRUNNABLE_CYCLES
