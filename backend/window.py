@@ -1,7 +1,7 @@
 """Window kernels: max and average pooling and depthwise convolution on the vector unit.
 
 Where windows touch padding or step over columns (eqsat/spatial_plan.py
-window_layout) and there is no channel multiplier, the row-block kernel
+window_layout), or a depthwise convolution has a channel multiplier, the row-block kernel
 (window_block.py) runs it: blocks of image rows loaded once, every tap a strided SRAM
 view of them, the epilogue (bias, clip, residual, requantization, an average's
 division) in the same pass. Otherwise tap (i, j) of every window is one strided view

@@ -11,10 +11,11 @@ tiles. Two layouts:
 - `nhwc`: otherwise. The windows read a padded NHWC image (the fill: -inf or the
   integer minimum for max pooling, a qconv2d's zero point, 0 otherwise), so that taps
   have unit stride along channels whatever the stride; the output is written NHWC
-  (returned as an NCHW view). Without a channel multiplier this is the row-block
-  kernel of eqsat/window_plan.py, which turns blocks of x's rows into that image on
-  chip; otherwise a prep kernel writes the image and one streaming kernel reads its
-  KH*KW tap views, tiles of output columns x channels.
+  (returned as an NCHW view). This is the row-block kernel of eqsat/window_plan.py,
+  which turns blocks of x's rows into that image on chip (a prep kernel writes the
+  image where x's planes are not row-major); when no tiling of it fits, a prep kernel
+  writes the image and one streaming kernel reads its KH*KW tap views, tiles of
+  output columns x channels.
 
 A depthwise convolution has C/groups == 1 and groups > 1 (groups = C): one input
 channel per output channel leaves nothing for the matrix unit to contract. Other

@@ -1,15 +1,17 @@
 """The row-block window kernel (backend/window_block.py), planned once for the backend
 and the cost model, and the price of every window op (pooling, depthwise convolution).
 
-In the nhwc layout (spatial_plan.window_layout) without a channel multiplier, a window
-kernel reads each block of image rows once: per step, `ht` output rows of one image
+In the nhwc layout (spatial_plan.window_layout), a window kernel reads each block of
+image rows once: per step, `ht` output rows of one image
 and `ct` channels. The step's block is the (ht - 1) * sh + extent padded rows those
 rows' windows read, every padded column, ct channels, as an SRAM tile of rows*cols
 pixels x ct. Direct (x's channel planes row-major, what the cost model assumes): the
 rows of x in it come in by one DMA ([ct, rows*W]) and are transposed on chip, one
 instruction a row, between border columns the prologue filled once (one element
 loaded into the tile zeroes the rest, then the fill is added); padding rows are copied
-from fill rows kept beside the block. Otherwise a prep kernel writes the padded NHWC
+from fill rows kept beside the block; with a channel multiplier M (output channel o
+reads x's channel o // M, ct a multiple of M) one DMA per m fills every M-th row of
+the raw tile. Otherwise (no multiplier) a prep kernel writes the padded NHWC
 image (conv_prep.nhwc_image) and the block comes in by one DMA. Every tap of every
 output row is then one vector instruction on a strided view of the block (rows sw
 pixels apart); a depthwise convolution's per-tap weights (taps x ct) come in beside
@@ -22,8 +24,8 @@ of the padded image per output tile.
 The (ht, ct) tiling is the one whose loop the queues (spatial_plan.Queues) run fastest
 among a few that fit SRAM (BlockWindow.tiles lists what the backend allocates, the
 epilogue's intermediate tiles at their largest). Windows the block kernel does not
-take (the nchw layout, a channel multiplier, an epilogue operand no tile can load, no
-tiling that fits) run as one streaming kernel over KH*KW views of the image
+take (the nchw layout, a channel multiplier on a prepped image, an epilogue operand
+no tile can load, no tiling that fits) run as one streaming kernel over KH*KW views of the image
 (spatial_plan.window_streams).
 """
 
