@@ -15,7 +15,8 @@
 
 `nhwc_image` is the prep on its own (any padding on each side, any fill, rows and
 columns cropped or extended to what the windows touch); pooling and depthwise
-convolution (window.py) read the same layout.
+convolution (window.py) read the same layout when x's channel planes are not
+row-major (else the row-block kernel builds it on chip).
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """Window kernels: max and average pooling and depthwise convolution on the vector unit.
 
-Tap (i, j) of every window is one strided view of the image, so a kernel is one
-streaming elementwise kernel (ewise.py) over KH*KW such views: max, sum (divided by
-the window's count), or the sum of taps times their per-channel weight (a depthwise
-convolution's fused epilogue - bias, relu, residual - applies on top in the same
-pass). Where windows touch padding or step over columns, a prep kernel first writes
-the image padded and NHWC (conv_prep.nhwc_image); eqsat/spatial_plan.py decides the
-layout, so the cost model prices what is emitted here.
+Where windows touch padding or step over columns (eqsat/spatial_plan.py
+window_layout), or a depthwise convolution has a channel multiplier, the row-block kernel
+(window_block.py) runs it: blocks of image rows loaded once, every tap a strided SRAM
+view of them, the epilogue (bias, clip, residual, requantization, an average's
+division) in the same pass. Otherwise tap (i, j) of every window is one strided view
+of the image (x itself, or the padded NHWC image a prep kernel writes,
+conv_prep.nhwc_image), and the kernel is one streaming elementwise kernel (ewise.py)
+over KH*KW such views: max, sum (divided by the window's count), or the sum of taps
+times their per-channel weight, the fused epilogue on top. eqsat/window_plan.py plans
+and prices both, so the cost model prices what is emitted here.
 
 An average pool whose windows do not all have the same number of taps on the input
 divides by a [HO, WO] map of counts, written by a `count` kernel as rectangles of
@@ -19,7 +22,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from eqsat.ir.graph import Node
-from eqsat.ir.types import TensorType
+from eqsat.ir.types import DType, TensorType
 from eqsat.ops.spatial import Window2d, lowest, window2d
 from eqsat.spatial_plan import NHWC, conv_window, count_runs, window_layout
 
@@ -28,6 +31,7 @@ from .ewise import emit_ewise
 from .expr import Bin, Expr, Leaf
 from .operands import add_ewise_kernel
 from .views import Imm, Value, View
+from .window_block import add_block_kernel, plan_block, row_planes
 from .zero_points import weight_sums, weight_value
 
 if TYPE_CHECKING:
@@ -52,13 +56,22 @@ class Image:
     """Where the taps of a window kernel come from and where its output goes."""
 
     def __init__(self, c: Compiler, i: int, x: View, g: Window2d, fill: Imm, mult: int = 1):
+        self.c, self.i, self.x, self.fill = c, i, x, fill
         self.g, self.mult = g, mult
         self.layout = window_layout(g, mult)
         n, ch = x.shape[:2]
         self.n, self.ch = n, ch
+        self.src: View | None = None
+
+    def source(self) -> View:
+        """The image the taps read: the padded NHWC image (its prep kernel is added on
+        the first call) or x itself (made unit-stride along columns if it is not)."""
+        if self.src is not None:
+            return self.src
+        c, i, x, g, ch = self.c, self.i, self.x, self.g, self.ch
         (sh, sw), wo = g.stride, g.out_hw[1]
         if self.layout == NHWC:
-            src = nhwc_image(c, i, x, (g.pads[0], g.pads[1]), (g.rows, g.cols), fill)
+            src = nhwc_image(c, i, x, (g.pads[0], g.pads[1]), (g.rows, g.cols), self.fill)
             img, row = g.rows * g.cols * ch, g.cols * ch
             self.base, self.src = src.offset, src
             self.tap_strides = (img, 1, sh * row, sw * ch)
@@ -70,9 +83,11 @@ class Image:
             self.base, self.src = x.offset, x
             self.tap_strides = (s[0], s[1], sh * s[2], sw * s[3])
             self.tap_offset = lambda a, b: a * s[2] + b * s[3]
+        return self.src
 
     def taps(self) -> list[View]:
         """[N, C, HO, WO] views (with a multiplier: [N, C, M, HO, WO]), one per tap."""
+        src = self.source()
         shape = (self.n, self.ch, *self.g.out_hw)
         out = []
         for a, b in self.g.tap_offsets():
@@ -81,14 +96,14 @@ class Image:
             if self.mult > 1:
                 out.append(
                     View(
-                        self.src.buf,
+                        src.buf,
                         off,
                         (*shape[:2], self.mult, *shape[2:]),
                         (*strides[:2], 0, *strides[2:]),
                     )
                 )
             else:
-                out.append(View(self.src.buf, off, shape, strides))
+                out.append(View(src.buf, off, shape, strides))
         return out
 
     def output(self, c: Compiler, i: int, node: Node, out_type: TensorType) -> tuple[View, View]:
@@ -117,40 +132,61 @@ def _chain(op: str, leaves: list[Expr]) -> Expr:
     return e
 
 
-def _pool_input(c: Compiler, i: int, node: Node) -> tuple[View, Window2d]:
+def _pool_input(c: Compiler, i: int, node: Node) -> tuple[View, TensorType, Window2d]:
     j = node.inputs[0]
     t = c.graph.nodes[j].type
     x = c.as_view(c.value(j), t.shape, c.label(i))
-    return x, window2d(node.op, t, node.attr_dict)
+    return x, t, window2d(node.op, t, node.attr_dict)
 
 
 def lower_max_pool(c: Compiler, i: int, node: Node) -> Value:
-    x, g = _pool_input(c, i, node)
+    x, t, g = _pool_input(c, i, node)
     dtype = node.type.dtype
     image = Image(c, i, x, g, Imm(float(lowest(dtype)), dtype.value))
-    taps = image.taps()
     out, value = image.output(c, i, node, node.type)
+    bw = None
+    if image.layout == NHWC:
+        bw = plan_block(c, t, g, "max", node.type, None, [], row_planes(x), image.fill.value)
+    if bw is not None:
+        src = x if bw.direct else image.source()
+        add_block_kernel(c, i, bw, g, src, None, out, None, [], image.fill.value)
+        return value
+    taps = image.taps()
     expr = _chain("max", [Leaf(k) for k in range(len(taps))])
     add_ewise_kernel(c, i, out, expr, taps)
     return value
 
 
 def lower_avg_pool(c: Compiler, i: int, node: Node) -> Value:
-    x, g = _pool_input(c, i, node)
+    x, t, g = _pool_input(c, i, node)
     image = Image(c, i, x, g, Imm(0.0, node.type.dtype.value))
-    taps = image.taps()
     out, value = image.output(c, i, node, node.type)
+    include_pad = bool(node.attr("count_include_pad"))
+    counts = g.counts(include_pad)
+    count_map = None
+    if counts.min() != counts.max():
+        count_map = _count_map(c, i, g, include_pad).broadcast_to(node.type.shape)
+    if image.layout == NHWC:  # the row-block kernel: the sums, then + 0 and the division
+        total: Expr = Leaf(0)
+        if node.type.dtype.is_float:  # the reference sums from +0: a window of -0 gives +0
+            total = Bin("add", total, Imm(0.0, node.type.dtype.value))
+        divisor: Expr = Imm(float(counts.flat[0]), "f32") if count_map is None else Leaf(1)
+        expr = Bin("div", total, divisor)
+        extra = [] if count_map is None else [count_map]
+        bw = plan_block(c, t, g, "avg", node.type, expr, extra, row_planes(x), 0.0)
+        if bw is not None:
+            src = x if bw.direct else image.source()
+            add_block_kernel(c, i, bw, g, src, None, out, expr, extra, 0.0)
+            return value
+    taps = image.taps()
     total = _chain("add", [Leaf(k) for k in range(len(taps))])
     if node.type.dtype.is_float:  # the reference sums from +0: a window of -0 gives +0
         total = Bin("add", total, Imm(0.0, node.type.dtype.value))
-    include_pad = bool(node.attr("count_include_pad"))
-    counts = g.counts(include_pad)
     leaves = list(taps)
-    if counts.min() == counts.max():
-        divisor: Expr = Imm(float(counts.flat[0]), "f32")
+    if count_map is None:
+        divisor = Imm(float(counts.flat[0]), "f32")
     else:
-        count_map = _count_map(c, i, g, include_pad)
-        leaves.append(count_map.broadcast_to(node.type.shape))
+        leaves.append(count_map)
         divisor = Leaf(len(taps))
     add_ewise_kernel(c, i, out, Bin("div", total, divisor), leaves)
     return value
@@ -198,10 +234,23 @@ def lower_depthwise(
     mult = o // x.shape[1]
     za = int(attrs.get("a_zero", 0))
     image = Image(c, i, x, g, Imm(float(za), x.dtype), mult)
-    taps = image.taps()
     packed = w.permute(PACK).reshape((kh * kw, o))
     if packed is None or (o > 1 and packed.strides[1] != 1):  # channels contiguous per tap
         packed = c.materialize(w.permute(PACK), c.label(i) + ".w", i).reshape((kh * kw, o))
+    sums = None
+    if za:  # sum(w[o]) of each output channel, over the output
+        w2 = w.reshape((o, kh * kw))
+        if w2 is None:
+            w2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, kh * kw))
+        known = weight_value(c, node)
+        sums = weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
+        sums = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
+    if image.layout == NHWC and (mult == 1 or row_planes(x)):
+        x_type = TensorType(DType(x.dtype), x.shape)
+        done = _block_depthwise(c, i, node, image, x_type, packed, za, sums, epi, leaves, out_type)
+        if done is not None:
+            return done
+    taps = image.taps()
     shape = taps[0].shape
     s0, s1 = packed.strides  # type: ignore[union-attr]
     inner = (0, mult * s1, s1, 0, 0) if mult > 1 else (0, s1, 0, 0)
@@ -213,17 +262,11 @@ def lower_depthwise(
     if out_type.dtype.is_float:  # the reference sums from +0: all -0 products give +0
         conv = Bin("add", conv, Imm(0.0, out_type.dtype.value))
     extra: list[View] = []
-    if za:
-        w2 = w.reshape((o, kh * kw))
-        if w2 is None:
-            w2 = c.materialize(w, c.label(i) + ".w", i).reshape((o, kh * kw))
-        known = weight_value(c, node)
-        sums = weight_sums(c, i, w2, known, (1, 2, 3), ".wsum", node)
+    if sums is not None:
         conv = Bin("sub", conv, Bin("mul", Leaf(2 * n_taps), Imm(za, "i32")))
-        b = sums.reshape((o, 1, 1)).broadcast_to(out_type.shape)  # type: ignore[union-attr]
-        split = b.reshape(out.shape) if mult > 1 else b
+        split = sums.reshape(out.shape) if mult > 1 else sums
         if split is None:
-            split = c.materialize(b, c.label(i), i).reshape(out.shape)
+            split = c.materialize(sums, c.label(i), i).reshape(out.shape)
         extra.append(split)  # type: ignore[arg-type]
     expr = conv
     if epi is not None:
@@ -240,4 +283,40 @@ def lower_depthwise(
                 )  # type: ignore[union-attr]
             extra.append(b)  # type: ignore[arg-type]
     add_ewise_kernel(c, i, out, expr, [*taps, *weights, *extra])
+    return value
+
+
+def _block_depthwise(
+    c: Compiler,
+    i: int,
+    node: Node,
+    image: Image,
+    x_type: TensorType,
+    packed: View,
+    za: int,
+    sums: View | None,
+    epi: Expr | None,
+    leaves: list[View],
+    out_type: TensorType,
+) -> View | None:
+    """lower_depthwise as the row-block kernel (window_block.py): the epilogue over
+    the sums Leaf(0), a qconv2d's - za * sum(w) first; None where it does not run."""
+    conv: Expr = Leaf(0)
+    extra: list[View] = []
+    if sums is not None:
+        extra.append(sums)
+        conv = Bin("sub", conv, Bin("mul", Leaf(1), Imm(za, "i32")))
+    expr: Expr | None = conv if sums is not None else None
+    if epi is not None:
+        first = 1 + len(extra)
+        expr = map_leaves(epi, lambda k: conv if k == 0 else Leaf(first + k - 1))
+        extra += [v.broadcast_to(out_type.shape) for v in leaves]
+    x = image.x
+    direct, mult = row_planes(x), image.mult
+    bw = plan_block(c, x_type, image.g, "dw", out_type, expr, extra, direct, float(za), mult)
+    if bw is None:
+        return None
+    _, value = image.output(c, i, node, out_type)  # (the [N, C*M, HO, WO] view of it)
+    src = x if bw.direct else image.source()
+    add_block_kernel(c, i, bw, image.g, src, packed, value, expr, extra, float(za))
     return value

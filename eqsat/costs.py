@@ -47,6 +47,7 @@ from eqsat.spatial_plan import (
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
+from eqsat.window_plan import window_cost
 from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
@@ -445,7 +446,9 @@ def op_cost(
             return view
     if op_name in WINOGRAD_OPS:  # the transform kernels' own plan, replayed on the queues
         return winograd_cost(hw, op_name, in_types, out, attrs, UNRUNNABLE_CYCLES)
-    planned = planned_cost(hw, op_name, in_types, out, attrs)
+    planned = window_cost(hw, op_name, in_types, out, attrs) or planned_cost(
+        hw, op_name, in_types, out, attrs
+    )
     if planned is not None:  # gather, pad, pooling, depthwise convolution
         if not planned.feasible:  # no tile fits SRAM: extraction must take another form
             return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)

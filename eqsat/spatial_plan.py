@@ -8,10 +8,14 @@ tiles. Two layouts:
 - `nchw`: the windows touch no padding and step one column at a time, so every tap
   is a view of x itself with unit column stride; the output is NCHW. Tiles are
   rows x columns of one (image, channel) plane.
-- `nhwc`: otherwise. A prep kernel writes x as a padded NHWC image (the fill: -inf or
-  the integer minimum for max pooling, 0 otherwise) covering every window, so that
-  taps have unit stride along channels whatever the stride; the output is written
-  NHWC (returned as an NCHW view). Tiles are output columns x channels.
+- `nhwc`: otherwise. The windows read a padded NHWC image (the fill: -inf or the
+  integer minimum for max pooling, a qconv2d's zero point, 0 otherwise), so that taps
+  have unit stride along channels whatever the stride; the output is written NHWC
+  (returned as an NCHW view). This is the row-block kernel of eqsat/window_plan.py,
+  which turns blocks of x's rows into that image on chip (a prep kernel writes the
+  image where x's planes are not row-major); when no tiling of it fits, a prep kernel
+  writes the image and one streaming kernel reads its KH*KW tap views, tiles of
+  output columns x channels.
 
 A depthwise convolution has C/groups == 1 and groups > 1 (groups = C): one input
 channel per output channel leaves nothing for the matrix unit to contract. Other
@@ -29,10 +33,10 @@ from dataclasses import dataclass, replace
 from eqsat.ir.strides import Strides, broadcast_strides, coalesce, row_major
 from eqsat.ir.types import TensorType
 from eqsat.ops import REGISTRY, OpDef
-from eqsat.ops.fused import body_nodes, contraction_of
+from eqsat.ops.fused import body_nodes
 from eqsat.ops.mathfn import clip_bounds
 from eqsat.ops.quant_conv import clamp_bounds
-from eqsat.ops.spatial import Window2d, pad_widths, window2d
+from eqsat.ops.spatial import Window2d, pad_widths
 from hwsim import timing
 from hwsim.costmodel import (
     KernelCost,
@@ -1095,10 +1099,8 @@ def planned_cost(
     out: TensorType,
     attrs: Mapping[str, object],
 ) -> KernelCost | None:
-    """The cost of gather, pad, pooling and depthwise convolution (None for other ops):
-    each kernel the backend emits for it (prep, counts, main), priced instruction by
+    """The cost of gather and pad (None for other ops), priced instruction by
     instruction. Inputs are taken to be row-major in DRAM."""
-    op = REGISTRY[op_name]
     if op_name == "gather":
         x, idx = in_types
         axis = int(attrs["axis"]) % x.rank  # type: ignore[call-overload]
@@ -1109,38 +1111,7 @@ def planned_cost(
         widths = pad_widths("pad", in_types[0], attrs["pads"])  # type: ignore[arg-type]
         first = pad_fills_first(hw, in_types[0], widths)
         return kernel_cost(hw, pad_streams(in_types[0], widths, first))
-    if op_name in ("max_pool2d", "avg_pool2d"):
-        x = in_types[0]
-        g = window2d(op_name, x, attrs)
-        kind, kernels = "max", []
-        if op_name == "avg_pool2d":
-            counts = g.counts(bool(attrs["count_include_pad"]))
-            if counts.min() != counts.max():
-                kind = "avg_map"
-                kernels.append(kernel_cost(hw, count_streams(g, bool(attrs["count_include_pad"]))))
-            else:
-                kind = "avg"
-        prep, main = window_streams(x, g, out.dtype.itemsize, kind)
-        if prep:
-            kernels.insert(0, window_prep_cost(hw, x, g, kind == "max"))
-        return add_costs([*kernels, kernel_cost(hw, [main])])
-    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
-        return None  # not a grouped convolution: not planned here
-    conv = conv_of(op, in_types, attrs)
-    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
-        return None  # (other grouped convolutions run one GEMM per group)
-    x, w, cattrs = conv
-    g = conv_window(x, w, cattrs)
-    ops, extra = _epilogue(op, in_types, out, attrs)
-    za = int(cattrs.get("a_zero", 0))  # type: ignore[call-overload]
-    if za:  # a qconv2d's - za * sum(w) (backend/window.py), ahead of the epilogue
-        ops = ("mul", "sub", *(shift_requant_ch(o, 1) for o in ops))
-        extra = (((0, 1, 0, 0), 4), *extra)
-    prep, main = window_streams(
-        x, g, out.dtype.itemsize, "dw", w.shape[0] // x.shape[1], extra, ops, out.dtype.is_float
-    )
-    kernels = [window_prep_cost(hw, x, g, za != 0)] if prep else []
-    return add_costs([*kernels, kernel_cost(hw, [main])])
+    return None  # pooling and depthwise convolution: eqsat/window_plan.py
 
 
 def window_prep_cost(hw: Hardware, x: TensorType, g: Window2d, fill: bool) -> KernelCost:

@@ -120,11 +120,12 @@ KERNELS = (
 )
 
 
-def _kernel_case(op, c, o, h, k, stride, pad, depthwise, za, seed, rounding):
-    """A graph of one int8 convolution kernel and its bindings."""
+def _kernel_case(op, c, o, h, k, stride, pad, depthwise, za, seed, rounding, mult=1):
+    """A graph of one int8 convolution kernel and its bindings (depthwise: `mult`
+    output channels per input channel)."""
     rng = np.random.default_rng(seed)
     groups = c if depthwise else 1
-    o = c if depthwise else o
+    o = c * mult if depthwise else o
     ho = (h + 2 * pad - k) // stride + 1
     b = GraphBuilder("k")
     x = b.leaf("input", "x", TensorType(DType.I8, (1, c, h, h + 1)))
@@ -175,11 +176,12 @@ def test_int8_conv_kernels_simulate_bit_exact(
 ):
     """Every int8 convolution kernel (ungrouped: an implicit GEMM or a pointwise
     matmul; depthwise: a window kernel on the vector unit) simulates to exactly what
-    the interpreter computes (f32 results: the same f32 operations, bit for bit)."""
+    the interpreter computes (f32 results: the same f32 operations, bit for bit). A
+    depthwise one has channel multiplier 2 for an even o."""
     if k > h:
         k = 1
     graph, bind = _kernel_case(
-        op, c, o, h, k, stride, pad, depthwise, za, seed, HW[hw_name].rounding
+        op, c, o, h, k, stride, pad, depthwise, za, seed, HW[hw_name].rounding, 2 - o % 2
     )
     want = evaluate(graph, bind)["y"]
     got = simulated(graph, bind, hw_name)["y"]
