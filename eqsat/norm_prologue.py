@@ -83,8 +83,9 @@ def norm_matmul_cost(
     kind, inner_op, _ = NORM_MATMUL[op_name]
     weights = 2 if inner_op in GATED else 1  # B operands: each double buffered
     k = x.shape[-1]
-    m = out.shape[-2] if out.rank >= 2 else 1
-    batch = math.prod(out.shape[:-2]) if out.rank > 2 else 1
+    # x's rows times one weight matrix: all of them are one M (eqsat/costs.py
+    # _matmul_dims, backend/gemm_kernel.py fold_batch_rows)
+    m, batch = math.prod(out.shape[:-1]), 1
     tile = inner.tile or (min(m, hw.array_rows), hw.array_cols, k)
     tm, tn, tk = min(tile[0], m), min(tile[1], out.shape[-1]), tile[2]
     isz = ITEMSIZE[x.dtype.value]
