@@ -5,6 +5,7 @@ Run (needs the `[zoo]` extra: torch, torchvision, transformers, onnxruntime):
 
     python bench/zoo.py                      # the seven zoo models, both presets
     python bench/zoo.py --models bert_base,resnet50 --json zoo.json
+    python bench/zoo.py --models convnext_tiny,swin_t,mistral   # beyond the zoo, small
     python bench/zoo.py --export-tiny tests/data/onnx   # the test suite's tiny files
 
 Each model is built from its config with random weights (bench/zoo_models.py), exported
@@ -199,10 +200,14 @@ def export_tiny(folder: Path) -> None:
 
 
 def main() -> None:
-    from zoo_models import ZOO
+    from zoo_models import MORE, ZOO
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", help=f"comma-separated subset of {', '.join(ZOO)}")
+    ap.add_argument(
+        "--models",
+        help=f"comma-separated subset of the zoo ({', '.join(ZOO)}; the default) and of "
+        f"more architectures at small sizes ({', '.join(MORE)})",
+    )
     ap.add_argument("--presets", default=",".join(PRESETS))
     ap.add_argument("--json", metavar="OUT.json", help="write the figures as JSON")
     ap.add_argument("--no-simulate", action="store_true", help="stop after optimizing")
@@ -221,8 +226,12 @@ def main() -> None:
     names = args.models.split(",") if args.models else list(ZOO)
     presets = args.presets.split(",")
     rows = []
+    known = {**ZOO, **MORE}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
     for name in names:
-        rows.append(measure(name, ZOO[name], presets, not args.no_verify, not args.no_simulate))
+        rows.append(measure(name, known[name], presets, not args.no_verify, not args.no_simulate))
     print_table(rows, presets)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2, default=float) + "\n")

@@ -276,3 +276,82 @@ EXTRA: dict[str, Callable[[bool], ZooModel]] = {
     "mobilenet_v3": mobilenet_v3,
     "t5_encoder": t5_encoder,
 }
+
+
+# Architectures beyond the zoo, at small sizes (96 x 96 images, 2-layer 256-wide text
+# models, 32 tokens): how a model eqsat was not tuned on comes through import, the
+# interpreter against ONNX Runtime, optimize, simulate --verify and the cost model
+# (`python bench/zoo.py --models convnext_tiny,...`).
+def _small_vision(name: str, family: str, build: Callable[[], nn.Module], size: int = 96):
+    return lambda tiny: _vision(name, family, build(), size, 1)
+
+
+def _small_text(name: str, family: str, build: Callable[[], nn.Module], vocab: int):
+    return lambda tiny: _text(name, family, build(), vocab, 1, 32)
+
+
+_tv = torchvision.models
+MORE: dict[str, Callable[[bool], ZooModel]] = {
+    "convnext_tiny": _small_vision(
+        "convnext_tiny", "CNN (7x7 depthwise, channels-last MLP)", lambda: _tv.convnext_tiny()
+    ),
+    "efficientnet_b0": _small_vision(
+        "efficientnet_b0", "CNN (MBConv, SE, SiLU)", lambda: _tv.efficientnet_b0()
+    ),
+    "densenet121": _small_vision("densenet121", "CNN (dense concat)", lambda: _tv.densenet121()),
+    "shufflenet_v2": _small_vision(
+        "shufflenet_v2", "CNN (channel shuffle)", lambda: _tv.shufflenet_v2_x1_0()
+    ),
+    "regnet_y": _small_vision("regnet_y", "CNN (grouped, SE)", lambda: _tv.regnet_y_400mf()),
+    "googlenet": _small_vision(
+        "googlenet",
+        "CNN (inception)",
+        lambda: _tv.googlenet(aux_logits=False, init_weights=False),
+    ),
+    "swin_t": _small_vision("swin_t", "windowed attention", lambda: _tv.swin_t(), 64),
+    "distilbert": _small_text(
+        "distilbert",
+        "encoder",
+        lambda: tf.DistilBertModel(
+            tf.DistilBertConfig(dim=256, hidden_dim=1024, n_layers=2, n_heads=4)
+        ),
+        30522,
+    ),
+    "albert": _small_text(
+        "albert",
+        "encoder (shared layers)",
+        lambda: tf.AlbertModel(
+            tf.AlbertConfig(
+                hidden_size=256,
+                intermediate_size=1024,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                embedding_size=128,
+            )
+        ),
+        30000,
+    ),
+    "mistral": _small_text(
+        "mistral",
+        "decoder (GQA, sliding window)",
+        lambda: tf.MistralModel(
+            tf.MistralConfig(
+                hidden_size=256,
+                intermediate_size=512,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "bloom": _small_text(
+        "bloom",
+        "decoder (ALiBi)",
+        lambda: tf.BloomModel(
+            tf.BloomConfig(hidden_size=256, n_layer=2, n_head=4, vocab_size=1000)
+        ),
+        1000,
+    ),
+}
