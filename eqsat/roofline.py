@@ -9,7 +9,8 @@ The model's bound does not move. It is the busiest of:
   peak rate of its dtype (`macs_per_cycle`);
 - the vector unit running the other ops' lane passes at `vector_lanes` per cycle;
 - DRAM moving what any program must move: the model's inputs, params and stored
-  constants read once and its outputs written once.
+  constants read once and its outputs written once; a table that is only gathered
+  from (an embedding) counts the rows gathered, not the whole table.
 
 Layout ops (transpose, slice, concat, ...) and reshapes compute nothing and count for
 nothing; neither does the work of weights prepared at load time (eqsat/weights.py). A program may beat the bound by computing less than the model writes
@@ -49,12 +50,13 @@ def model_roofline(graph: Graph, hw: Hardware) -> Roofline:
     prepared = prepared_nodes(graph)  # load-time work: not part of an inference
     macs: Counter[str] = Counter()
     vector_ops = dram = 0
+    users = graph.users()
     for i, node in graph:
         if not live[i] or i in prepared:
             continue
         if node.is_leaf:
             if node.op in _DRAM_LEAVES:
-                dram += node.type.nbytes
+                dram += _read_bytes(graph, i, [j for j in users[i] if live[j]])
             continue
         in_types = [graph.nodes[j].type for j in node.inputs]
         work = kernel_work(node.op, in_types, node.type, node.attr_dict)
@@ -67,6 +69,18 @@ def model_roofline(graph: Graph, hw: Hardware) -> Roofline:
     times = roofline_terms(hw, macs, vector_ops, dram)
     bound = max(times, key=times.__getitem__)
     return Roofline(math.ceil(times[bound]), bound, dict(macs), vector_ops, dram)
+
+
+def _read_bytes(graph: Graph, i: int, users: list[int]) -> int:
+    """Bytes of leaf i a program must read: all of it, or, for a table only gathered
+    from (an embedding: a vocabulary of rows, a handful looked up), the rows gathered."""
+    whole = graph.nodes[i].type.nbytes
+    gathers = [graph.nodes[j] for j in users]
+    if not gathers or any(g.op != "gather" or list(g.inputs).index(i) != 0 for g in gathers):
+        return whole
+    if any(i in g.inputs[1:] for g in gathers):
+        return whole
+    return min(whole, sum(g.type.nbytes for g in gathers))
 
 
 def memory_bound_cycles(roofline: Roofline, hw: Hardware) -> int:
