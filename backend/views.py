@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from eqsat.ir.strides import row_major
+from eqsat.ir.strides import nocopy_reshape, row_major
 
 
 @dataclass(eq=False)
@@ -91,7 +91,7 @@ class View:
         """The same elements in row-major order with a new shape, without copying, or None."""
         if self.is_row_major():
             return View(self.buf, self.offset, tuple(shape), row_major(shape))
-        strides = _nocopy_reshape(self.shape, self.strides, tuple(shape))
+        strides = nocopy_reshape(self.shape, self.strides, tuple(shape))
         return None if strides is None else View(self.buf, self.offset, tuple(shape), strides)
 
 
@@ -101,46 +101,6 @@ def inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
     for i, p in enumerate(perm):
         inv[p] = i
     return tuple(inv)
-
-
-def _nocopy_reshape(
-    old: tuple[int, ...], old_strides: tuple[int, ...], new: tuple[int, ...]
-) -> tuple[int, ...] | None:
-    """numpy's attempt_nocopy_reshape: strides for `new` over the same memory, or None."""
-    dims = [(d, s) for d, s in zip(old, old_strides, strict=True) if d != 1]
-    od = [d for d, _ in dims]
-    os_ = [s for _, s in dims]
-    out: list[int] = [0] * len(new)
-    oi = ni = 0
-    while ni < len(new) and oi < len(od):
-        np_, op = new[ni], od[oi]
-        nj, oj = ni + 1, oi + 1
-        while np_ != op:
-            if np_ < op:
-                if nj >= len(new):
-                    return None
-                np_ *= new[nj]
-                nj += 1
-            else:
-                if oj >= len(od):
-                    return None
-                op *= od[oj]
-                oj += 1
-        for k in range(oi, oj - 1):
-            if os_[k] != od[k + 1] * os_[k + 1]:
-                return None
-        out[nj - 1] = os_[oj - 1]
-        for k in range(nj - 1, ni, -1):
-            out[k - 1] = out[k] * new[k]
-        ni, oi = nj, oj
-    while ni < len(new):  # trailing size-1 axes
-        if new[ni] != 1:
-            return None
-        out[ni] = 1
-        ni += 1
-    if oi < len(od):
-        return None
-    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from eqsat.attention_plan import attention_cost
 from eqsat.body_ops import body_ops
 from eqsat.custom_instr.price import instruction_cost
-from eqsat.ir.strides import broadcast_strides, row_major
+from eqsat.ir.strides import broadcast_strides, nocopy_reshape, row_major
 from eqsat.ir.types import DType, TensorType
 from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
@@ -705,6 +705,37 @@ def zero_point_sums_cost(
     return total
 
 
+def reshape_copy_cost(
+    hw: Hardware,
+    view_op: str,
+    view_in: TensorType,
+    view_attrs: Mapping[str, AttrValue],
+    view_out: TensorType,
+    shape: Sequence[int],
+    operand_is_view: bool,
+) -> int:
+    """Cycles of the copy the backend makes to reshape a strided view to `shape`, or 0:
+    a free transpose (its contiguous axis kept last) or a broadcast is a view of its
+    operand, and a reshape that merges axes such a view walks apart cannot be a view
+    (backend/views.py View.reshape); the backend copies the view row-major first
+    (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat). A transpose
+    of a kernel's result is free: the kernel stores its result transposed
+    (backend/layouts.py), so only a transpose of a view (`operand_is_view`: a
+    reshape, slice or concat) is copied. The operand is taken to be row-major."""
+    if view_op == "transpose" and is_free_transpose(view_op, view_attrs) and operand_is_view:
+        base = row_major(view_in.shape)
+        strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]
+    elif view_op == "broadcast":
+        strides = broadcast_strides(view_in.shape, view_out.shape)
+    else:
+        return 0
+    if not view_out.rank or nocopy_reshape(view_out.shape, strides, tuple(shape)) is not None:
+        return 0
+    isz = view_out.dtype.itemsize
+    copy = Stream(view_out.shape, row_major(view_out.shape), isz, ((strides, isz),), ("copy",))
+    return kernel_cost(hw, [copy]).cycles
+
+
 @dataclass(frozen=True)
 class ProgramCost:
     cycles: int
@@ -724,6 +755,21 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         if not live[i] or i in prepared:
             continue
         in_types = [graph.nodes[j].type for j in node.inputs]
+        if node.op == "reshape":
+            view = graph.nodes[node.inputs[0]]
+            if view.inputs and classes[view.inputs[0]] == RUNTIME:  # weights: load time
+                operand = graph.nodes[view.inputs[0]]
+                copy = reshape_copy_cost(
+                    hw,
+                    view.op,
+                    operand.type,
+                    view.attr_dict,
+                    view.type,
+                    node.type.shape,
+                    operand.opdef.kind is OpKind.LAYOUT,
+                )
+                cycles, kernels = cycles + copy, kernels + (copy > 0)
+                dram += 2 * view.type.nbytes if copy else 0
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
         if cost is None:
             continue

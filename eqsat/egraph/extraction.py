@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 from egglog.bindings import EGraph as EggGraph
 
-from eqsat.costs import op_cost, zero_point_sums_cost
+from eqsat.costs import op_cost, reshape_copy_cost, zero_point_sums_cost
 from eqsat.egraph.decode import DecodedEGraph, ENode, decode
 from eqsat.egraph.typing import TypedEGraph, type_egraph
 from eqsat.extract import EGraph, Extraction, NodeSpec, extract
 from eqsat.ir.graph import Graph, GraphBuilder
+from eqsat.ops import REGISTRY, OpKind
 from eqsat.weights import RUNTIME, eclass_value_classes, is_prepared
 from hwsim.hardware import Hardware
 
@@ -71,6 +72,7 @@ def price(
     costs: dict[str, float] = {}
     by_id: dict[str, ENode] = {}
     memo: dict[tuple, float] = {}
+    copies: dict[tuple, float] = {}
     values = eclass_value_classes(typed.decoded.classes, lambda n: n.children, lambda n: n.op)
     for nodes in typed.decoded.classes.values():
         for n in nodes:
@@ -92,7 +94,43 @@ def price(
             if n.op in _INT8_PRODUCTS:  # zero-point sums of run-time operands
                 runtime = [values.get(c, RUNTIME) == RUNTIME for c in n.children]
                 costs[n.id] += zero_point_sums_cost(hw, n.op, in_types, dict(n.attrs), runtime)
+            if n.op == "reshape" and n.children:
+                shape = typed.node_types[n.id].shape
+                costs[n.id] += _view_copy(typed, values, n.children[0], shape, hw, copies)
     return PricedEGraph(typed, costs, by_id)
+
+
+def _view_copy(
+    typed: TypedEGraph, values: dict, child: str, shape: tuple, hw: Hardware, memo: dict
+) -> float:
+    """What reshaping e-class `child` costs beyond the free reshape: the copy of a
+    strided view (eqsat.costs.reshape_copy_cost), at the cheapest of the class's
+    terms (0 if any of them is no such view)."""
+    key = (child, shape)
+    if key not in memo:
+        best = None
+        for v in typed.decoded.classes[child]:
+            if v.id not in typed.node_types or not v.children:
+                best = 0
+                break
+            if values.get(v.children[0], RUNTIME) != RUNTIME:
+                best = 0
+                break
+            operand = typed.decoded.classes[v.children[0]]
+            cycles = reshape_copy_cost(
+                hw,
+                v.op,
+                typed.class_types[v.children[0]],
+                dict(v.attrs),
+                typed.node_types[v.id],
+                shape,
+                all(p.op in REGISTRY and REGISTRY[p.op].kind is OpKind.LAYOUT for p in operand),
+            )
+            best = cycles if best is None else min(best, cycles)
+            if best == 0:
+                break
+        memo[key] = float(best or 0)
+    return memo[key]
 
 
 def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:

@@ -43,3 +43,43 @@ def coalesce(shape: Sequence[int], strides: list[Strides]) -> tuple[Strides, lis
     if not dims:
         return (1,), [(1,) for _ in strides]
     return tuple(dims), [tuple(s) for s in strs]
+
+
+def nocopy_reshape(
+    old: tuple[int, ...], old_strides: tuple[int, ...], new: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """numpy's attempt_nocopy_reshape: strides for `new` over the same memory, or None."""
+    dims = [(d, s) for d, s in zip(old, old_strides, strict=True) if d != 1]
+    od = [d for d, _ in dims]
+    os_ = [s for _, s in dims]
+    out: list[int] = [0] * len(new)
+    oi = ni = 0
+    while ni < len(new) and oi < len(od):
+        np_, op = new[ni], od[oi]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op:
+            if np_ < op:
+                if nj >= len(new):
+                    return None
+                np_ *= new[nj]
+                nj += 1
+            else:
+                if oj >= len(od):
+                    return None
+                op *= od[oj]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if os_[k] != od[k + 1] * os_[k + 1]:
+                return None
+        out[nj - 1] = os_[oj - 1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, oi = nj, oj
+    while ni < len(new):  # trailing size-1 axes
+        if new[ni] != 1:
+            return None
+        out[ni] = 1
+        ni += 1
+    if oi < len(od):
+        return None
+    return tuple(out)
