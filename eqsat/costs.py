@@ -720,8 +720,8 @@ def reshape_copy_cost(
     (backend/views.py View.reshape); the backend copies the view row-major first
     (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat). A transpose
     of a kernel's result is free: the kernel stores its result transposed
-    (backend/layouts.py), so only a transpose of a view (`operand_is_view`: a
-    reshape, slice or concat) is copied. The operand is taken to be row-major."""
+    (backend/layouts.py, also through reshapes to its own shape), so only a transpose
+    of a view (`operand_is_view`: a reshape, slice or concat) is copied. The operand is taken to be row-major."""
     if view_op == "transpose" and is_free_transpose(view_op, view_attrs) and operand_is_view:
         base = row_major(view_in.shape)
         strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]
@@ -759,6 +759,10 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
             view = graph.nodes[node.inputs[0]]
             if view.inputs and classes[view.inputs[0]] == RUNTIME:  # weights: load time
                 operand = graph.nodes[view.inputs[0]]
+                while (
+                    operand.op == "reshape" and operand.type == graph.nodes[operand.inputs[0]].type
+                ):
+                    operand = graph.nodes[operand.inputs[0]]  # an identity reshape: a view of it
                 copy = reshape_copy_cost(
                     hw,
                     view.op,

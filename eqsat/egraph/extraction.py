@@ -124,7 +124,7 @@ def _view_copy(
                 dict(v.attrs),
                 typed.node_types[v.id],
                 shape,
-                all(p.op in REGISTRY and REGISTRY[p.op].kind is OpKind.LAYOUT for p in operand),
+                all(_is_view(typed, p) for p in operand),
             )
             best = cycles if best is None else min(best, cycles)
             if best == 0:
@@ -205,3 +205,13 @@ def extract_program(
         tick=tick,
         joint=True,
     )
+
+
+def _is_view(typed: TypedEGraph, node: ENode) -> bool:
+    """Is this term a view of another value (a layout op; a reshape to its operand's
+    own shape is that operand itself, as backend/layouts.py sees through it)?"""
+    if node.op not in REGISTRY or REGISTRY[node.op].kind is not OpKind.LAYOUT:
+        return False
+    if node.op == "reshape" and node.id in typed.node_types and node.children:
+        return typed.node_types[node.id] != typed.class_types[node.children[0]]
+    return True
