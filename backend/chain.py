@@ -130,8 +130,8 @@ def lower_chain(c: Compiler, i: int, node: Node) -> View:
     out = value = c.alloc_value(i, node, keep_last=True)
     h_shape = plan.h.shape
     folded = fold_batch_rows(x, [w1, w2], out, leaves2)
-    h_leaves = [as_rows(v, h_shape) for v in leaves1]
-    if folded is not None and all(v is not None for v in h_leaves):
+    h_leaves = [as_rows(v, h_shape) for v in leaves1] if folded is not None else []
+    if folded is not None and None not in h_leaves:
         x, out, leaves2 = folded
         leaves1 = h_leaves  # type: ignore[assignment]
         h_shape = (math.prod(h_shape[:-1]), h_shape[-1])

@@ -705,6 +705,15 @@ def zero_point_sums_cost(
     return total
 
 
+def view_kind(op_name: str, out: TensorType, operand: TensorType) -> bool | None:
+    """Is a term of op `op_name` a view of its operand (a layout op: True) or a kernel's
+    result (False)? None for a reshape to its operand's own type: it is whatever its
+    operand is (backend/layouts.py sees through it)."""
+    if REGISTRY[op_name].kind is not OpKind.LAYOUT:
+        return False
+    return None if op_name == "reshape" and out == operand else True
+
+
 def reshape_copy_cost(
     hw: Hardware,
     view_op: str,
@@ -713,27 +722,27 @@ def reshape_copy_cost(
     view_out: TensorType,
     shape: Sequence[int],
     operand_is_view: bool,
-) -> int:
-    """Cycles of the copy the backend makes to reshape a strided view to `shape`, or 0:
-    a free transpose (its contiguous axis kept last) or a broadcast is a view of its
-    operand, and a reshape that merges axes such a view walks apart cannot be a view
+) -> KernelCost | None:
+    """The copy the backend makes to reshape a strided view to `shape`, or None: a free
+    transpose (its contiguous axis kept last) or a broadcast is a view of its operand,
+    and a reshape that merges axes such a view walks apart cannot be a view
     (backend/views.py View.reshape); the backend copies the view row-major first
     (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat). A transpose
     of a kernel's result is free: the kernel stores its result transposed
-    (backend/layouts.py, also through reshapes to its own shape), so only a transpose
-    of a view (`operand_is_view`: a reshape, slice or concat) is copied. The operand is taken to be row-major."""
+    (backend/layouts.py), so only a transpose of a view (`operand_is_view`, see
+    view_kind) is copied. The operand is taken to be row-major."""
     if view_op == "transpose" and is_free_transpose(view_op, view_attrs) and operand_is_view:
         base = row_major(view_in.shape)
         strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]
     elif view_op == "broadcast":
         strides = broadcast_strides(view_in.shape, view_out.shape)
     else:
-        return 0
+        return None
     if not view_out.rank or nocopy_reshape(view_out.shape, strides, tuple(shape)) is not None:
-        return 0
+        return None
     isz = view_out.dtype.itemsize
     copy = Stream(view_out.shape, row_major(view_out.shape), isz, ((strides, isz),), ("copy",))
-    return kernel_cost(hw, [copy]).cycles
+    return kernel_cost(hw, [copy])
 
 
 @dataclass(frozen=True)
@@ -759,21 +768,19 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
             view = graph.nodes[node.inputs[0]]
             if view.inputs and classes[view.inputs[0]] == RUNTIME:  # weights: load time
                 operand = graph.nodes[view.inputs[0]]
-                while (
-                    operand.op == "reshape" and operand.type == graph.nodes[operand.inputs[0]].type
-                ):
-                    operand = graph.nodes[operand.inputs[0]]  # an identity reshape: a view of it
+                is_view = view_kind(operand.op, operand.type, _operand_type(graph, operand))
+                while is_view is None:  # an identity reshape: as its operand
+                    operand = graph.nodes[operand.inputs[0]]
+                    is_view = view_kind(operand.op, operand.type, _operand_type(graph, operand))
                 copy = reshape_copy_cost(
-                    hw,
-                    view.op,
-                    operand.type,
-                    view.attr_dict,
-                    view.type,
-                    node.type.shape,
-                    operand.opdef.kind is OpKind.LAYOUT,
+                    hw, view.op, operand.type, view.attr_dict, view.type, node.type.shape, is_view
                 )
-                cycles, kernels = cycles + copy, kernels + (copy > 0)
-                dram += 2 * view.type.nbytes if copy else 0
+                if copy is not None:
+                    cycles, dram, kernels = (
+                        cycles + copy.cycles,
+                        dram + copy.dram_bytes,
+                        kernels + 1,
+                    )
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
         if cost is None:
             continue
@@ -783,3 +790,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         kernels += 1
         infeasible += not cost.feasible
     return ProgramCost(cycles, dram, kernels, infeasible)
+
+
+def _operand_type(graph, node) -> TensorType | None:
+    return graph.nodes[node.inputs[0]].type if node.inputs else None

@@ -76,11 +76,11 @@ def _read_bytes(graph: Graph, i: int, users: list[int]) -> int:
     from (an embedding: a vocabulary of rows, a handful looked up), the rows gathered."""
     whole = graph.nodes[i].type.nbytes
     gathers = [graph.nodes[j] for j in users]
-    if not gathers or any(g.op != "gather" or list(g.inputs).index(i) != 0 for g in gathers):
-        return whole
-    if any(i in g.inputs[1:] for g in gathers):
-        return whole
-    return min(whole, sum(g.type.nbytes for g in gathers))
+    if gathers and all(
+        g.op == "gather" and g.inputs[0] == i and i not in g.inputs[1:] for g in gathers
+    ):
+        return min(whole, sum(g.type.nbytes for g in gathers))
+    return whole
 
 
 def memory_bound_cycles(roofline: Roofline, hw: Hardware) -> int:

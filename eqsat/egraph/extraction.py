@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from egglog.bindings import EGraph as EggGraph
 
-from eqsat.costs import op_cost, reshape_copy_cost, zero_point_sums_cost
+from eqsat.costs import op_cost, reshape_copy_cost, view_kind, zero_point_sums_cost
 from eqsat.egraph.decode import DecodedEGraph, ENode, decode
 from eqsat.egraph.typing import TypedEGraph, type_egraph
 from eqsat.extract import EGraph, Extraction, NodeSpec, extract
 from eqsat.ir.graph import Graph, GraphBuilder
-from eqsat.ops import REGISTRY, OpKind
+from eqsat.ops import REGISTRY
 from eqsat.weights import RUNTIME, eclass_value_classes, is_prepared
 from hwsim.hardware import Hardware
 
@@ -116,21 +116,37 @@ def _view_copy(
             if values.get(v.children[0], RUNTIME) != RUNTIME:
                 best = 0
                 break
-            operand = typed.decoded.classes[v.children[0]]
-            cycles = reshape_copy_cost(
+            copy = reshape_copy_cost(
                 hw,
                 v.op,
                 typed.class_types[v.children[0]],
                 dict(v.attrs),
                 typed.node_types[v.id],
                 shape,
-                all(_is_view(typed, p) for p in operand),
+                _all_views(typed, v.children[0], set()),
             )
+            cycles = 0 if copy is None else copy.cycles
             best = cycles if best is None else min(best, cycles)
             if best == 0:
                 break
         memo[key] = float(best or 0)
     return memo[key]
+
+
+def _all_views(typed: TypedEGraph, eclass: str, seen: set[str]) -> bool:
+    """Is every term of `eclass` a view of another value (eqsat.costs.view_kind; an
+    identity reshape is as its operand's class is)?"""
+    seen.add(eclass)
+    for p in typed.decoded.classes[eclass]:
+        if p.op not in REGISTRY or p.id not in typed.node_types:
+            return False
+        operand = typed.class_types.get(p.children[0]) if p.children else None
+        kind = view_kind(p.op, typed.node_types[p.id], operand)  # type: ignore[arg-type]
+        if kind is None:
+            kind = p.children[0] not in seen and _all_views(typed, p.children[0], seen)
+        if not kind:
+            return False
+    return True
 
 
 def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:
@@ -205,13 +221,3 @@ def extract_program(
         tick=tick,
         joint=True,
     )
-
-
-def _is_view(typed: TypedEGraph, node: ENode) -> bool:
-    """Is this term a view of another value (a layout op; a reshape to its operand's
-    own shape is that operand itself, as backend/layouts.py sees through it)?"""
-    if node.op not in REGISTRY or REGISTRY[node.op].kind is not OpKind.LAYOUT:
-        return False
-    if node.op == "reshape" and node.id in typed.node_types and node.children:
-        return typed.node_types[node.id] != typed.class_types[node.children[0]]
-    return True

@@ -18,13 +18,11 @@ from eqsat.ops import REGISTRY
 
 
 def node_term(node: Node, operands: list[str]) -> str:
+    """The egglog term of `node` over `operands` (a variadic op's at most two:
+    graph_program names its right-nested binary tails)."""
     op = REGISTRY[node.op]
     attrs = node.attr_dict
     lits = [literal(spec.type, attrs[spec.name]) for spec in op.attrs]
-    if op.variadic and len(operands) > 2:
-        # Right-nested binary form of a variadic op.
-        tail = node_term(node, operands[1:])
-        operands = [operands[0], tail]
     if op.variadic and len(operands) == 1:
         return operands[0]
     return f"({constructor(node.op)} {' '.join([*operands, *lits])})".replace(" )", ")")
@@ -50,8 +48,7 @@ def _variadic_tails(graph: Graph, i: int, names: dict[int, str]) -> tuple[list[s
     tail = operands[-1]
     for k in range(len(operands) - 2, 0, -1):
         name = f"{global_name(i)}_{k}"
-        part = Node(node.op, node.inputs[k:], node.attrs, node.type, node.name)
-        lines.append(f"(let {name} {node_term(part, [operands[k], tail])})")
+        lines.append(f"(let {name} {node_term(node, [operands[k], tail])})")
         lines += _facts(name, opdef.type_of(types[k:], attrs))
         tail = name
     return lines, [operands[0], tail]
