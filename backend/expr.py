@@ -14,7 +14,8 @@ Subtrees without leaves fold to an `Imm` with exactly the machine's arithmetic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import struct
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -107,6 +108,7 @@ class Cust:
 
 
 Expr = Leaf | Imm | Un | Bin | Sel | Fmadd | Cvt | Requant | RequantCh | Cust
+_EXPR_TYPES = (Leaf, Imm, Un, Bin, Sel, Fmadd, Cvt, Requant, RequantCh, Cust)
 COMMUTATIVE = frozenset({"add", "mul", "max", "min"})
 # comparisons and logic: a 0/1 result, so their operands must not be rounded to it
 FLAGS = frozenset({"eq", "lt", "le", "gt", "ge", "and", "or", "xor"})
@@ -192,6 +194,40 @@ def fold(e: Expr) -> Expr:
         case Cust(name=name, args=args):  # its operands are leaves (lower_instruction)
             return Cust(name, tuple(fold(a) for a in args))
     raise TypeError(e)
+
+
+def shared(e: Expr) -> Expr:
+    """e with its structurally equal subexpressions as one object, so that a kernel
+    computes each once (TileExpr evaluates an object once per tile): SiLU of a
+    dequantized accumulator, mul(d, sigmoid(d)), computes d once, not once per use.
+    Immediates are equal by their bits (-0.0 is not 0.0)."""
+    memo: dict[tuple, Expr] = {}
+
+    def go(x: Expr) -> tuple[Expr, tuple]:
+        if isinstance(x, Imm):
+            v = struct.pack("<d", x.value) if isinstance(x.value, float) else x.value
+            return x, ("imm", v, x.dtype)
+        if isinstance(x, Leaf):
+            return x, ("leaf", x.index)
+        changes: dict[str, object] = {}
+        key: list[object] = [type(x).__name__]
+        for f in fields(x):  # type: ignore[arg-type]
+            v = getattr(x, f.name)
+            if isinstance(v, _EXPR_TYPES):
+                changes[f.name], k = go(v)
+                key.append(k)
+            elif isinstance(v, tuple) and v and all(isinstance(a, _EXPR_TYPES) for a in v):
+                pairs = [go(a) for a in v]
+                changes[f.name] = tuple(a for a, _ in pairs)
+                key.append(tuple(k for _, k in pairs))
+            else:
+                key.append(v)
+        k = tuple(key)
+        if k not in memo:
+            memo[k] = replace(x, **changes)  # type: ignore[type-var]
+        return memo[k], k
+
+    return go(e)[0]
 
 
 def _imm(values: np.ndarray, dtype: str) -> Imm:

@@ -43,7 +43,7 @@ from .operands import expr_value, operand_exprs, row_operand
 from .pad import lower_pad
 from .quant import LOWER_QUANT
 from .rotation import lower_hadamard
-from .rowwise import emit_reduce, emit_rows
+from .rowwise import emit_column_reduce, emit_reduce, emit_rows
 from .scan import lower_cumsum
 from .views import Imm, Value, View, inverse_perm
 from .weight_only import LOWER_WEIGHT_ONLY
@@ -170,14 +170,19 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     k = int(np.prod([x.shape[a] for a in axes]))
     xv = x.permute(kept + axes)
     xr = xv.reshape((*kshape, k))
-    if xr is None or (k > 1 and xr.strides[-1] != 1):
-        xr = c.materialize(xv, c.label(i), i).reshape((*kshape, k))
     out = c.new_buffer(node.type.dtype.value, kshape, c.label(i))
     op = "max" if node.op == "reduce_max" else "sum"
     mean = node.op == "reduce_mean"
-    c.add_kernel(
-        c.kernel_name(i), i, "main", lambda kb: emit_reduce(kb, xr, out, op, mean), [xr], [out]
-    )
+    emit = emit_reduce
+    if xr is None or (k > 1 and xr.strides[-1] != 1):
+        # the last kept axis contiguous (a channels-last image pooled over its pixels):
+        # reduce across rows as stored, else copy x into rows first
+        xc = x.permute((*kept[:-1], *axes, *kept[-1:])).reshape((*kshape[:-1], k, kshape[-1]))
+        if kept and xc is not None and xc.strides[-1] == 1 and kshape[-1] > 1:
+            xr, emit = xc, emit_column_reduce
+        else:
+            xr = c.materialize(xv, c.label(i), i).reshape((*kshape, k))
+    c.add_kernel(c.kernel_name(i), i, "main", lambda kb: emit(kb, xr, out, op, mean), [xr], [out])
     return out.reshape(node.type.shape)  # type: ignore[return-value]
 
 

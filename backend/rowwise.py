@@ -12,11 +12,14 @@ results match in f32.
 
 from __future__ import annotations
 
+import numpy as np
+
 from eqsat.ir.strides import coalesce
 from eqsat.row_plan import (
     PARAMS,
     RowQuant,
     RowTiles,
+    column_reduce_tiles,
     quantized_row_program,
     reduce_tiles,
     row_kernel_fits,
@@ -24,7 +27,7 @@ from eqsat.row_plan import (
 )
 from hwsim.isa import Binary, Reduce, Unary
 
-from .emit import KernelBuilder, Pipeline, sub
+from .emit import KernelBuilder, Pipeline, offset_tile, sub
 from .errors import BackendError
 from .expr import compute_dtype
 from .space import Operand, Space, dram
@@ -82,6 +85,60 @@ def emit_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> N
         pipe.compute([last])
         ref = dram(oop, pos.offset(oop), rn, 1, oop.strides[space.row])
         pipe.store([(ref, o)])
+
+
+def emit_column_reduce(kb: KernelBuilder, x: View, out: View, op: str, mean: bool) -> None:
+    """out[..., c] = reduce(op) of x[..., k, c] over k, x's last axis contiguous: a
+    channels-last image summed over its pixels (the global pool of a window kernel's
+    NHWC output), read as it is stored instead of copied into rows first. Each
+    [kt, ct] chunk of x joins one accumulator tile elementwise; after the last, its
+    rows fold pairwise (a tree of adds, or maxes) into one row, the output row."""
+    *lead, k, n = x.shape
+    lshape, (lx, lo) = (
+        coalesce(tuple(lead), [x.strides[:-2], out.strides[:-1]]) if lead else ((1,), [(0,), (0,)])
+    )
+    acc_dt = compute_dtype(x.dtype)
+    tiles = column_reduce_tiles(kb.hw, k, n, x.dtype, out.dtype)
+    kt, ct = tiles.rows, tiles.cols
+    if kt < 1:
+        raise BackendError(f"kernel {kb.name}: a reduction tile does not fit SRAM")
+    xs = kb.alloc2(kt, ct, x.dtype)
+    acc = kb.alloc(kt, ct, acc_dt)
+    outs = kb.alloc2(1, ct, out.dtype)
+    xo, oo = Operand(x.buf, x.offset, x.strides), Operand(out.buf, out.offset, out.strides)
+    pipe = Pipeline(kb, "r")
+    combine = "add" if op == "sum" else "max"
+    for index in np.ndindex(*lshape):
+        xoff = x.offset + sum(i * s for i, s in zip(index, lx, strict=True))
+        ooff = out.offset + sum(i * s for i, s in zip(index, lo, strict=True))
+        for c0 in range(0, n, ct):
+            cn = min(ct, n - c0)
+            for k0 in range(0, k, kt):
+                kn = min(kt, k - k0)
+                tile = sub(xs[pipe.slot("x")], kn, cn)
+                ref = dram(xo, xoff + k0 * x.strides[-2] + c0, kn, cn, x.strides[-2])
+                gen, _ = pipe.load("x", [(tile, ref)])
+                a = sub(acc, kn, cn)
+                first = Unary(op="copy", dst=a, src=tile)
+                pipe.compute([first if k0 == 0 else Binary(op=combine, dst=a, a=a, b=tile)])
+                pipe.release(gen)
+            folds, rows = [], min(kt, k)
+            while rows > 1:  # the bottom half onto the top half (a middle row stays)
+                half = rows // 2
+                top = offset_tile(sub(acc, rows, cn), 0, 0, half, cn)
+                bottom = offset_tile(sub(acc, rows, cn), rows - half, 0, half, cn)
+                folds.append(Binary(op=combine, dst=top, a=top, b=bottom))
+                rows -= half
+            pipe.begin_out()
+            o = sub(outs[pipe.out_slot()], 1, cn)
+            row = sub(acc, 1, cn)
+            last = (
+                Binary(op="div", dst=o, a=row, imm=float(k))
+                if mean
+                else Unary(op="copy", dst=o, src=row)
+            )
+            pipe.compute([*folds, last])
+            pipe.store([(dram(oo, ooff + c0 * out.strides[-1], 1, cn, cn), o)])
 
 
 def emit_rows(

@@ -38,6 +38,7 @@ from .expr import (
     fold,
     leaves_of,
     ops_of,
+    shared,
 )
 from .space import Operand, Pos, Space, dram
 from .views import Imm
@@ -118,7 +119,7 @@ class TileExpr:
         zero: Operand | None,
     ) -> None:
         self.kb, self.space, self.rt, self.ct = kb, space, rt, ct
-        self.expr = fold(expr)
+        self.expr = shared(fold(expr))
         self.operands, self.out_dtype, self.zero_op = operands, out_dtype, zero
         self.dtypes = [given_dtypes[i] if op is None else op.dtype for i, op in enumerate(operands)]
         used = leaves_of(self.expr)
@@ -139,7 +140,9 @@ class TileExpr:
                 self.trt[i] = kb.alloc(rt, ct, op.dtype)
         self.node_cls: dict[int, str] = {}
         self.node_tile: dict[int, Tile] = {}
-        self.in_out = spine(self.expr, out_dtype, self.dtypes)
+        # a value with two users keeps a tile of its own: the output tile it would be
+        # computed in is overwritten before its second use
+        self.in_out = spine(self.expr, out_dtype, self.dtypes) - _reused(self.expr)
         self.zero_kinds: set[str] = set()
         self._plan(self.expr, root=True)
         self.zeros: dict[str, Tile] = {}
@@ -157,6 +160,8 @@ class TileExpr:
         if isinstance(e, Leaf | Imm):
             if root:
                 self._need_zero_for_root(e)
+            return
+        if id(e) in self.node_cls:  # a shared subexpression: planned at its first use
             return
         if isinstance(e, Bin):
             self._plan(e.a)
@@ -447,6 +452,34 @@ class TileExpr:
         else:
             zero = self._zero(_kind(res.dtype), FULL)
             self._instrs.append(Binary(op="add", dst=out, a=zero, b=res, bcast=cls))
+
+
+def _reused(expr: Expr) -> set[int]:
+    """ids of the operator nodes of a shared expression used more than once."""
+    uses: dict[int, int] = {}
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen or isinstance(e, Leaf | Imm):
+            continue
+        seen.add(id(e))
+        for child in _children(e):
+            if not isinstance(child, Leaf | Imm):
+                uses[id(child)] = uses.get(id(child), 0) + 1
+                stack.append(child)
+    return {k for k, n in uses.items() if n > 1}
+
+
+def _children(e: Expr) -> tuple:
+    match e:
+        case Bin(a=a, b=b):
+            return (a, b)
+        case Sel(cond=c, a=a, b=b) | Fmadd(a=a, b=b, c=c):
+            return (c, a, b)
+        case Cust(args=args):
+            return tuple(args)
+    return (e.x,)  # type: ignore[union-attr]
 
 
 def _own_root_tile(e: Expr, dtypes: list[str], out_dtype: str) -> bool:

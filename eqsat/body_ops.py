@@ -103,28 +103,51 @@ def _dequantize(x: _Expr, attrs: Mapping[str, AttrValue]) -> _Expr:
     return _make("mul", "f32", v, _Imm("f32"))
 
 
-def _build(
-    call: Call | str,
-    env: Mapping[str, TensorType],
-    attrs: Mapping[str, AttrValue],
-    root: bool,
-    out_dtype: str,
-) -> _Expr | None:
+@dataclass(frozen=True)
+class _Body:
+    """What building a fused body's expression needs: its operands' types, its bound
+    attributes, the output's dtype, and the nodes built so far by call (`memo`)."""
+
+    env: Mapping[str, TensorType]
+    attrs: Mapping[str, AttrValue]
+    out_dtype: str
+    memo: dict[object, _Expr | None]
+
+    def key(self, call: Call | str) -> object:
+        if isinstance(call, str):
+            return call
+        given = {
+            k: self.attrs[v.name] if isinstance(v, AttrRef) else v for k, v in call.attrs.items()
+        }
+        return (call.op, tuple(self.key(a) for a in call.args), repr(sorted(given.items())))
+
+
+def _build(call: Call | str, body: _Body, root: bool) -> _Expr | None:
+    """The expression of `call`; calls alike (the same op of the same operands and
+    attributes: one object used twice, as in mul(g, sigmoid(g)), or two equal ones)
+    are one node, computed once (backend/expr.py shared)."""
     if isinstance(call, str):
-        t = env[call]
+        t = body.env[call]
         return (
             _Imm(_kind(t.dtype.value)) if t.numel == 1 else t.dtype.value
         )  # a scalar is a folded constant
+    key = (body.key(call), root)
+    if key not in body.memo:
+        body.memo[key] = _build_call(call, body, root)
+    return body.memo[key]
+
+
+def _build_call(call: Call, body: _Body, root: bool) -> _Expr | None:
     op = REGISTRY[call.op]
     if op.kind not in (OpKind.ELEMENTWISE, OpKind.QUANT):
         return None
-    args = [_build(a, env, attrs, False, out_dtype) for a in call.args]
+    args = [_build(a, body, False) for a in call.args]
     if any(a is None for a in args):
         return None
     bound = op.bind_attrs(
-        {k: attrs[v.name] if isinstance(v, AttrRef) else v for k, v in call.attrs.items()}
+        {k: body.attrs[v.name] if isinstance(v, AttrRef) else v for k, v in call.attrs.items()}
     )
-    out = out_dtype if root else None
+    out = body.out_dtype if root else None
     a = args[0]
     if call.op in _BINARY:
         return _make(_BINARY[call.op], _kind(_dtype(a)), a, args[1])  # type: ignore[arg-type]
@@ -138,16 +161,17 @@ def _build(
         return _dequantize(a, bound)  # type: ignore[arg-type]
     if call.op == "quantize":
         if root:
-            return _quantize(a, bound, out_dtype)  # type: ignore[arg-type]
+            return _quantize(a, bound, body.out_dtype)  # type: ignore[arg-type]
         # inside a body it saturates to its own type: computed in i32, then converted
         return _cvt(str(bound["dtype"]), _quantize(a, bound, "i32"))  # type: ignore[arg-type]
     return None
 
 
-def _post_order(e: _Expr) -> list[_Node]:
-    if not isinstance(e, _Node):
+def _post_order(e: _Expr, seen: set[int]) -> list[_Node]:
+    if not isinstance(e, _Node) or id(e) in seen:
         return []
-    return [n for a in e.args for n in _post_order(a)] + [e]
+    seen.add(id(e))
+    return [n for a in e.args for n in _post_order(a, seen)] + [e]
 
 
 def body_ops(
@@ -162,13 +186,18 @@ def body_ops(
     if op.kind is not OpKind.FUSED or op.composition is None:
         return None
     env = dict(zip(op.operands, in_types, strict=True))
-    expr = _build(op.composition, env, op.bind_attrs(dict(attrs)), True, out.dtype.value)
+    expr = _build(op.composition, _Body(env, op.bind_attrs(dict(attrs)), out.dtype.value, {}), True)
     if not isinstance(expr, _Node):
         return None
-    nodes = _post_order(expr)
+    nodes = _post_order(expr, set())
+    uses: dict[int, int] = {}
+    for n in nodes:
+        for a in n.args:
+            uses[id(a)] = uses.get(id(a), 0) + 1
     spine: set[int] = {id(expr)}  # the root always writes the output tile
     e: _Expr = expr
     while isinstance(e, _Node) and e.chains and e.dtype == out.dtype.value:
-        spine.add(id(e))
+        if uses.get(id(e), 0) < 2:  # a value used twice keeps a tile of its own
+            spine.add(id(e))
         e = e.args[0]
     return BodyOps(tuple(n.instr for n in nodes), len(nodes) - len(spine))

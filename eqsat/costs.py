@@ -29,7 +29,14 @@ from eqsat.ops.chain import CHAINS
 from eqsat.ops.fused import body_nodes
 from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.ops.reduce import reduced_axes
-from eqsat.row_plan import PARAMS, ROW_KINDS, RowQuant, reduce_cost, row_cost
+from eqsat.row_plan import (
+    PARAMS,
+    ROW_KINDS,
+    RowQuant,
+    column_reduce_plan,
+    reduce_cost,
+    row_cost,
+)
 from eqsat.scan_plan import scan_cost
 from eqsat.spatial_plan import (
     Stream,
@@ -42,12 +49,13 @@ from eqsat.spatial_plan import (
     grouped_prep_cost,
     kernel_cost,
     planned_cost,
+    plans_cost,
     requantize_ch_stream,
 )
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
 from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
-from eqsat.window_plan import window_cost
+from eqsat.window_plan import stores_channels_last, window_cost
 from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
@@ -400,13 +408,22 @@ def _concat_cost(
 
 def _reduce_cost(hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs) -> KernelCost:
     """A reduction as eqsat/row_plan.py plans it, over its axes moved last; when they
-    are not already the trailing axes the backend first copies x in that order."""
+    are not already the trailing axes, across rows as stored if the last axis is kept
+    (backend/lowering.py lower_reduce), else after a copy of x in that order."""
     axes = reduced_axes(op_name, x, attrs)
     n = math.prod(x.shape[a] for a in axes)
-    cost = reduce_cost(
-        hw, x.numel // max(1, n), n, x.dtype.value, out.dtype.value, op_name == "reduce_mean"
-    )
-    if n > 1 and tuple(sorted(axes)) != tuple(range(x.rank - len(axes), x.rank)):
+    mean = op_name == "reduce_mean"
+    trailing = tuple(sorted(axes)) == tuple(range(x.rank - len(axes), x.rank))
+    block = tuple(sorted(axes)) == tuple(range(min(axes), max(axes) + 1)) if axes else False
+    if n > 1 and not trailing and block and x.rank - 1 not in axes and x.shape[-1] > 1:
+        lead = x.numel // (n * x.shape[-1])
+        op = "max" if op_name == "reduce_max" else "sum"
+        plan = column_reduce_plan(
+            hw, lead, n, x.shape[-1], x.dtype.value, out.dtype.value, op, mean
+        )
+        return plans_cost(hw, [plan])
+    cost = reduce_cost(hw, x.numel // max(1, n), n, x.dtype.value, out.dtype.value, mean)
+    if n > 1 and not trailing:
         copy = KernelWork(
             kind="layout",
             dtype=x.dtype.value,
@@ -781,7 +798,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
                         dram + copy.dram_bytes,
                         kernels + 1,
                     )
-        cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+        cost = graph_op_cost(graph, i, hw)
         if cost is None:
             continue
         runtime = [classes[j] == RUNTIME for j in node.inputs]
@@ -790,6 +807,36 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         kernels += 1
         infeasible += not cost.feasible
     return ProgramCost(cycles, dram, kernels, infeasible)
+
+
+def graph_op_cost(graph, i: int, hw: Hardware) -> KernelCost | None:
+    """op_cost of node i, with what the graph tells of how its operand is stored: a
+    reduction of a window kernel's channels-last result runs across its rows."""
+    node = graph.nodes[i]
+    in_types = [graph.nodes[j].type for j in node.inputs]
+    if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0]):
+        return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
+    return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+
+
+def _channels_last(graph, j: int) -> bool:
+    """Is value j a window kernel's result stored channels-last?"""
+    node = graph.nodes[j]
+    if node.is_leaf or node.type.rank != 4:
+        return False
+    in_types = [graph.nodes[k].type for k in node.inputs]
+    return stores_channels_last(node.op, in_types, node.type, node.attr_dict)
+
+
+def channels_last_reduce_cost(
+    hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs
+) -> KernelCost:
+    """A reduction of an [N, C, H, W] value stored as [N, H, W, C]: the same
+    reduction over that row-major tensor's axes (a global pool runs across its rows)."""
+    where = (0, 3, 1, 2)  # axis a of NCHW is axis where[a] of NHWC
+    axes = tuple(sorted(where[a] for a in reduced_axes(op_name, x, attrs)))
+    stored = TensorType(x.dtype, (x.shape[0], x.shape[2], x.shape[3], x.shape[1]))
+    return _reduce_cost(hw, op_name, stored, out, {**attrs, "axes": axes})
 
 
 def _operand_type(graph, node) -> TensorType | None:

@@ -309,6 +309,18 @@ def reduce_tiles(hw: Hardware, rows: int, n: int, x_dtype: str, out_dtype: str) 
     return ReduceTiles(max(0, min(rows, fit, chunk)), cols)
 
 
+def column_reduce_tiles(hw: Hardware, k: int, n: int, x_dtype: str, out_dtype: str) -> ReduceTiles:
+    """Tiles [rows of k, columns of n] of a reduction over the second-last axis with the
+    last contiguous (backend/rowwise.py emit_column_reduce): two input slots and the
+    accumulator of one chunk, two output rows; a chunk at most a quarter of SRAM."""
+    isz, osz, asz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype], 4
+    cols = min(n, max(1, (hw.sram_bytes // 4) // isz))
+    per_row = cols * (2 * isz + asz)
+    fit = (hw.sram_bytes - SLACK - 2 * cols * osz) // per_row
+    chunk = max(1, hw.sram_bytes // 4 // (cols * isz))
+    return ReduceTiles(max(0, min(k, fit, chunk)), cols)
+
+
 def reduce_program(rn: int, cn: int, first: bool, last: bool, mean: bool) -> list[tuple]:
     """(kind, rows, cols, op) of the vector instructions of one chunk: its reduction,
     the combine with the partial result before it, and after the last chunk the
@@ -350,6 +362,38 @@ def reduce_plan(
 
     order = Repeat(1, tuple(Repeat(c, row_tile(s)) for s, c in tile_splits(rows, rt)))
     return StreamPlan((rt, t.cols), order, None, t.rows > 0)
+
+
+def column_reduce_plan(
+    hw: Hardware, lead: int, k: int, n: int, x_dtype: str, out_dtype: str, op: str, mean: bool
+) -> StreamPlan:
+    """backend/rowwise.py emit_column_reduce's chunks: per leading index and column
+    block, its k chunks (a copy, then one combine each into the accumulator), then
+    the pairwise folds of the accumulator's rows and the output row."""
+    t = column_reduce_tiles(hw, k, n, x_dtype, out_dtype)
+    kt = max(1, t.rows)
+    isz, osz = ITEMSIZE[x_dtype], ITEMSIZE[out_dtype]
+    combine = "add" if op == "sum" else "max"
+
+    def block(cn: int) -> tuple:
+        chunks = [s for s, c in tile_splits(k, kt) for _ in range(c)]
+        steps = []
+        for j, kn in enumerate(chunks):
+            compute = timing.vector_cycles(hw, kn * cn, "copy" if j == 0 else combine)
+            if j < len(chunks) - 1:
+                steps.append(_step(hw, kn * cn * isz, compute, 0))
+                continue
+            rows = min(kt, k)
+            while rows > 1:
+                half = rows // 2
+                compute += timing.vector_cycles(hw, half * cn, combine)
+                rows -= half
+            compute += timing.vector_cycles(hw, cn, "div" if mean else "copy")
+            steps.append(_step(hw, kn * cn * isz, compute, cn * osz))
+        return tuple(steps)
+
+    order = Repeat(lead, tuple(Repeat(c, block(s)) for s, c in tile_splits(n, t.cols)))
+    return StreamPlan((kt, t.cols), order, None, t.rows > 0)
 
 
 def reduce_cost(

@@ -37,6 +37,7 @@ from eqsat.ops.fused import body_nodes
 from eqsat.ops.mathfn import clip_bounds
 from eqsat.ops.quant_conv import clamp_bounds
 from eqsat.ops.spatial import Window2d, pad_widths
+from eqsat.vector_passes import lane_ops
 from hwsim import timing
 from hwsim.costmodel import (
     KernelCost,
@@ -1071,6 +1072,8 @@ def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs)
             scale, zp = float(b.attrs["scale"]), int(b.attrs["zero_point"])  # type: ignore[arg-type]
             lo, hi = clamp_bounds(scale, zp, b.attrs["min"], b.attrs["max"])  # type: ignore[arg-type]
             ops += [name for name, keep in (("max", lo > -128), ("min", hi < 127)) if keep]
+        elif b.op.name in ("quantize", "dequantize"):  # conversions and arithmetic
+            ops += lane_ops(b.op.name, b.in_types, b.attrs, b.out.dtype.value) or ()
         elif b.op.name not in _CONVS:
             ops.append(_VECTOR_OP.get(b.op.name, b.op.name))
     extra = [(broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in in_types[2:]]

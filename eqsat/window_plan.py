@@ -462,6 +462,23 @@ def window_cost(
     return None if kernels is None else kernels.cost(hw)
 
 
+def stores_channels_last(
+    op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs: Mapping[str, object]
+) -> bool:
+    """Does the backend's kernel of this pooling or depthwise convolution store its
+    result channels-last (backend/window.py Image.output: whenever it reads the padded
+    NHWC image)?"""
+    if op_name in ("max_pool2d", "avg_pool2d"):
+        return window_layout(window2d(op_name, in_types[0], attrs)) == NHWC
+    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
+        return False
+    conv = conv_of(REGISTRY[op_name], in_types, attrs)
+    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
+        return False
+    x, w, cattrs = conv
+    return window_layout(conv_window(x, w, cattrs), w.shape[0] // x.shape[1]) == NHWC
+
+
 def window_kernels(
     hw: Hardware,
     op_name: str,

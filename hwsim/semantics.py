@@ -24,6 +24,13 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return F32(0.5) * x * (F32(1.0) + np.tanh(inner))
 
 
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), split by sign so exp never overflows: e / (1 + e) with
+    e = exp(-|x|) below zero (the reference's arithmetic, bit for bit)."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, F32(1.0) / (F32(1.0) + e), e / (F32(1.0) + e)).astype(x.dtype)
+
+
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "copy": lambda x: x,
     "relu": lambda x: np.maximum(x, x.dtype.type(0)),
@@ -33,7 +40,7 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sqrt": np.sqrt,
     "rsqrt": lambda x: F32(1.0) / np.sqrt(x),
     "reciprocal": lambda x: F32(1.0) / x,
-    "sigmoid": lambda x: F32(1.0) / (F32(1.0) + np.exp(-x)),
+    "sigmoid": lambda x: _sigmoid(x),
     "tanh": np.tanh,
     **vecmath.UNARY,  # abs, erf, gelu_erf, log, sin, cos, floor, ceil, trunc, not, isnan
 }

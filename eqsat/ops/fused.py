@@ -263,6 +263,14 @@ fused(
     ),
 )
 
+# silu(conv(x, w) + b): SiLU (swish) in the epilogue, EfficientNet's and YOLO's activation
+fused(
+    "conv2d_bias_silu",
+    ("x", "w", "b"),
+    call("mul", _CONV_BIAS, call("sigmoid", _CONV_BIAS)),
+    _CONV_ATTRS,
+)
+
 fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
 fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))
 # SiLU (swish): x * sigmoid(x) in one pass

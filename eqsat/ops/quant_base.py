@@ -7,8 +7,10 @@ for these (quant.py imports quant_conv to register its ops, not the other way ro
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from eqsat.ir.types import TensorType
 from eqsat.ops.base import TILE_ATTR, Attrs, AttrSpec, AttrType, OpTypeError
 from eqsat.ops.fused import _make
 from eqsat.ops.registry import register
@@ -32,8 +34,17 @@ def check_rounding(op: str, attrs: Attrs) -> None:
         )
 
 
-def fused(name: str, operands: tuple[str, ...], body, attrs: tuple[AttrSpec, ...], dtype: str):
+def fused(
+    name: str,
+    operands: tuple[str, ...],
+    body,
+    attrs: tuple[AttrSpec, ...],
+    dtype: str,
+    check: Callable[[Sequence[TensorType], TensorType], None] | None = None,
+):
     """A fused kernel around a qmatmul (with its GEMM `tile`, as every contraction
     kernel has). The result dtype is given: the e-graph template of a body whose
-    dtype comes from a literal attribute (cast to f32) is not derived."""
-    return register(replace(_make(name, operands, body, (*attrs, TILE_ATTR)), egg_dtype=dtype))
+    dtype comes from a literal attribute (cast to f32) is not derived. `check` as
+    eqsat.ops.fused's."""
+    op = _make(name, operands, body, (*attrs, TILE_ATTR), check=check)
+    return register(replace(op, egg_dtype=dtype))

@@ -135,6 +135,19 @@ _QACC = call("add", _QCONV, "b")
 _DEQ = call("mul", call("cast", _QACC, dtype="f32"), "s")
 _RESIDUAL = call("add", _DEQ, "r")
 
+
+def _channel_scales(ts: Sequence[TensorType], out: TensorType) -> None:
+    """The epilogue requantizes one output channel at a time (one multiplier per
+    channel: backend/tileexpr.py RequantCh), so s is per channel, [O, 1, 1]."""
+    s = ts[3]
+    padded = (1,) * (out.rank - s.rank) + s.shape
+    if any(d != 1 for k, d in enumerate(padded) if k != 1):
+        raise OpTypeError(
+            f"the requantization of an int8 convolution takes one scale per output "
+            f"channel, [{out.shape[1]}, 1, 1], got {s}"
+        )
+
+
 # requantize_ch(qconv2d(x, w) + b, s): int8 in, int8 out, the activation a clamp
 fused(
     "qconv2d_bias_requant",
@@ -151,6 +164,7 @@ fused(
     ),
     (*_CONV_ATTRS, *_OUT_ATTRS, *CLAMP_ATTRS, ROUNDING_ATTR),
     "i8",
+    check=_channel_scales,
 )
 # (qconv2d(x, w) + b) * s: back to f32 for a float consumer
 fused("qconv2d_bias_dequant", ("x", "w", "b", "s"), _DEQ, _CONV_ATTRS, "f32")
@@ -162,6 +176,17 @@ fused(
     call("relu", _RESIDUAL),
     _CONV_ATTRS,
     "f32",
+)
+# silu((qconv2d(x, w) + b) * s): SiLU in the epilogue (EfficientNet's MBConv, YOLO), f32
+# out for a float consumer, or quantized once for the next int8 convolution
+_SILU = call("mul", _DEQ, call("sigmoid", _DEQ))
+fused("qconv2d_bias_dequant_silu", ("x", "w", "b", "s"), _SILU, _CONV_ATTRS, "f32")
+fused(
+    "qconv2d_bias_silu_quant",
+    ("x", "w", "b", "s"),
+    call("quantize", _SILU, scale=AttrRef("scale"), zero_point=AttrRef("zero_point"), dtype="i8"),
+    (*_CONV_ATTRS, *_OUT_ATTRS),
+    "i8",
 )
 # q(clip((qconv2d(x, w) + b) * s + dequantize(r))): the residual add on int8 tensors
 # (ONNX Runtime's QLinearAdd after the convolution), the sum rounded once to i8

@@ -19,6 +19,7 @@ from tests.backend.helpers import (
     bf16_magnitude,
     bf16_roundings,
     integer_overflow,
+    magnitude,
     reference,
     run_backend,
 )
@@ -79,5 +80,6 @@ def test_random_models_simulate_like_the_reference(graph, seed, hw_name):
         reference(graph, bindings),
         bf16_magnitude(graph, bindings),
         bf16_roundings(graph),
+        magnitude(graph, bindings, "f32"),
     )
     assert report.cycles >= report.roofline_cycles

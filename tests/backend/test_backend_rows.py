@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend import compile_graph
-from eqsat.costs import UNRUNNABLE_CYCLES, op_cost
+from eqsat.costs import UNRUNNABLE_CYCLES, channels_last_reduce_cost, op_cost
 from eqsat.interpreter import random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
 from eqsat.row_plan import PARAMS, row_cost, row_kernel_fits, rows_per_tile
+from eqsat.window_plan import stores_channels_last
 from hwsim import Binary, Load, Reduce, Store, Unary, load_hardware, simulate
 from hwsim.timing import instruction_cost
 from tests.backend.helpers import assert_matches, kernel_instrs, reference
@@ -161,7 +162,8 @@ def _reduce_graph(op: str, t: TensorType, axes: tuple[int, ...]):
 REDUCTIONS = [
     ("reduce_mean", TensorType(F32, (2, 512, 7, 7)), (2, 3)),  # global average pooling
     ("reduce_mean", TensorType(F32, (1, 128, 4096)), (2,)),  # RMSNorm's mean square
-    ("reduce_sum", TensorType(F32, (64, 3, 50)), (0,)),  # a leading axis: copied first
+    ("reduce_sum", TensorType(F32, (64, 3, 50)), (0,)),  # a leading axis: across rows
+    ("reduce_max", TensorType(BF16, (2, 3000, 40)), (1,)),  # a middle axis, many chunks
     ("reduce_max", TensorType(BF16, (8, 40000)), (1,)),  # rows cut into column chunks
     ("reduce_sum", TensorType(F32, (5, 9)), (1,)),  # one small tile
 ]
@@ -177,3 +179,30 @@ def test_reductions_are_priced_as_simulated(hw_name, op, t, axes):
     model = op_cost(hw, node.op, in_types, node.type, node.attr_dict).cycles
     sim = _kernel_cycles(graph, compiled, result)
     assert abs(model - sim) / sim <= 0.05, f"model {model}, simulated {sim}"
+
+
+@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+@pytest.mark.parametrize("op", ["reduce_mean", "reduce_max"])
+def test_a_channels_last_image_is_pooled_as_stored(hw_name, op):
+    """A depthwise convolution's row-block kernel stores its result channels-last; the
+    global pool after it (a squeeze-excitation block's) reduces across its rows as
+    stored, with no copy kernel, and is priced as it runs."""
+    b = GraphBuilder("se")
+    x = b.leaf("input", "x", TensorType(F32, (1, 48, 20, 20)))
+    w = b.leaf("param", "w", TensorType(F32, (48, 1, 3, 3)))
+    bias = b.leaf("param", "b", TensorType(F32, (48, 1, 1)))
+    attrs = {"stride": (1, 1), "padding": (1, 1), "groups": 48}
+    conv = b.add("conv2d_bias_silu", [x, w, bias], attrs, "c")
+    pooled = b.add(op, [conv], {"axes": (2, 3), "keepdims": True}, "out")
+    b.output("y", b.add("mul", [conv, b.add("sigmoid", [pooled], {}, "g")], {}, "s"))
+    graph = b.graph
+    hw, bindings, compiled, result = _run(graph, hw_name)
+    assert_matches(graph, compiled.results(result.outputs), reference(graph, bindings))
+    node = next(i for i, n in graph if n.name == "out")
+    assert [k.role for k in compiled.kernels if k.node == node] == ["main"]
+    c = graph.nodes[conv]
+    assert stores_channels_last(c.op, [graph.nodes[j].type for j in c.inputs], c.type, attrs)
+    n, in_types = _node(graph)
+    model = channels_last_reduce_cost(hw, n.op, in_types[0], n.type, n.attr_dict).cycles
+    sim = _kernel_cycles(graph, compiled, result)
+    assert abs(model - sim) / sim <= 0.02, f"model {model}, simulated {sim}"

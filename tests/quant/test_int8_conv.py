@@ -117,6 +117,8 @@ KERNELS = (
     "qconv2d_bias_dequant_add",
     "qconv2d_bias_dequant_add_relu",
     "qconv2d_bias_add_requant",
+    "qconv2d_bias_dequant_silu",
+    "qconv2d_bias_silu_quant",
 )
 
 
@@ -153,6 +155,8 @@ def _kernel_case(op, c, o, h, k, stride, pad, depthwise, za, seed, rounding, mul
         attrs.update(r_scale=0.04, r_zero=-5, scale=0.05, zero_point=9, min=0.0, max=6.0)
     if op == "qconv2d_bias_requant":
         attrs.update(scale=0.07, zero_point=-20, min=0.0, max=6.0, rounding=rounding)
+    if op == "qconv2d_bias_silu_quant":
+        attrs.update(scale=0.03, zero_point=-100)
     b.output("y", b.add(op, tuple(ins), attrs, "y"))
     return b.graph, bind
 
@@ -195,6 +199,8 @@ def test_int8_conv_kernels_simulate_bit_exact(
         ("qconv2d_bias_requant", True),
         ("qconv2d_bias_dequant", True),
         ("qconv2d_bias_requant", False),
+        ("qconv2d_bias_silu_quant", False),
+        ("qconv2d_bias_dequant_silu", True),
     ],
 )
 def test_int8_conv_kernel_cost_is_the_simulated_one(op, depthwise):
