@@ -166,12 +166,34 @@ def optimize_from_args(
     )
     if getattr(args, "scheduler", None):  # a bad spec is an error even where unused
         parse_scheduler(args.scheduler)
+    result = _optimize(args, graph, rules, hw, limits, progress, keep_egraph, quant)
+    if quant and quant.scheme != "auto" and not keep_egraph:
+        # never slower than float: the quantized e-graph is larger and is not split
+        # into blocks, so its extraction can miss the float program's best form
+        # (--quantize auto already weighs f32 among its candidates)
+        float_rules = compile_rule_paths(args.rules or [DEFAULT_RULES_DIR])
+        floats = _optimize(args, graph, float_rules, hw, limits, lambda _msg: None, False, None)
+        if floats.after.cycles < result.after.cycles:
+            progress(
+                f"{quant.scheme} does not pay here: the float program is kept "
+                f"({floats.after.cycles:,} estimated cycles against {result.after.cycles:,})"
+            )
+            result = floats
+    if quant:
+        quant_cli.measure(quant, graph, result.graph)
+        result.quant = quant
+    return result, hw
+
+
+def _optimize(args, graph, rules, hw, limits, progress, keep_egraph, quant) -> OptimizeResult:
+    """One optimization of `graph` (annotated by `quant`'s plan if given), by blocks
+    where the model repeats them and the flags allow."""
     plan = None
     if not quant and not keep_egraph and not getattr(args, "no_blocks", True):
         plan = plan_blocks(graph, rules.nestings)
     if plan is not None and plan.repeats:
         with dask_client(getattr(args, "scheduler", None)) as client:
-            result = optimize_blockwise(
+            return optimize_blockwise(
                 graph,
                 plan,
                 rules,
@@ -183,23 +205,18 @@ def optimize_from_args(
                 cache=cache_from_args(args),
                 scheduler=client,
             )
-    else:
-        result = optimize(
-            quant.plan.graph if quant else graph,
-            rules,
-            hw,
-            limits,
-            extractor=args.extract,
-            ilp_time_limit=args.ilp_time_limit,
-            progress=progress,
-            keep_egraph=keep_egraph,
-            facts=quant.plan.seeds if quant else "",
-            baseline=graph,
-        )
-    if quant:
-        quant_cli.measure(quant, graph, result.graph)
-        result.quant = quant
-    return result, hw
+    return optimize(
+        quant.plan.graph if quant else graph,
+        rules,
+        hw,
+        limits,
+        extractor=args.extract,
+        ilp_time_limit=args.ilp_time_limit,
+        progress=progress,
+        keep_egraph=keep_egraph,
+        facts=quant.plan.seeds if quant else "",
+        baseline=graph,
+    )
 
 
 def _change(before: float, after: float) -> str:
