@@ -1072,10 +1072,10 @@ def _epilogue(op: OpDef, in_types: Sequence[TensorType], out: TensorType, attrs)
             scale, zp = float(b.attrs["scale"]), int(b.attrs["zero_point"])  # type: ignore[arg-type]
             lo, hi = clamp_bounds(scale, zp, b.attrs["min"], b.attrs["max"])  # type: ignore[arg-type]
             ops += [name for name, keep in (("max", lo > -128), ("min", hi < 127)) if keep]
-        elif b.op.name in ("quantize", "dequantize"):  # conversions and arithmetic
-            ops += lane_ops(b.op.name, b.in_types, b.attrs, b.out.dtype.value) or ()
-        elif b.op.name not in _CONVS:
-            ops.append(_VECTOR_OP.get(b.op.name, b.op.name))
+        elif b.op.name not in _CONVS:  # instructions known by op (quantize: a divide,
+            # a conversion, the zero point; hard_swish: its clamp and products), else one
+            lanes = lane_ops(b.op.name, b.in_types, b.attrs, b.out.dtype.value)
+            ops += lanes if lanes is not None else (_VECTOR_OP.get(b.op.name, b.op.name),)
     extra = [(broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in in_types[2:]]
     return tuple(ops), tuple(extra)
 

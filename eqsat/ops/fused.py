@@ -271,6 +271,9 @@ fused(
     _CONV_ATTRS,
 )
 
+# hard_swish(conv(x, w) + b): MobileNetV3's activation in the epilogue
+fused("conv2d_bias_hardswish", ("x", "w", "b"), call("hard_swish", _CONV_BIAS), _CONV_ATTRS)
+
 fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
 fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))
 # SiLU (swish): x * sigmoid(x) in one pass
