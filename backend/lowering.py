@@ -177,8 +177,10 @@ def lower_reduce(c: Compiler, i: int, node: Node) -> Value:
     if xr is None or (k > 1 and xr.strides[-1] != 1):
         # the last kept axis contiguous (a channels-last image pooled over its pixels):
         # reduce across rows as stored, else copy x into rows first
-        xc = x.permute((*kept[:-1], *axes, *kept[-1:])).reshape((*kshape[:-1], k, kshape[-1]))
-        if kept and xc is not None and xc.strides[-1] == 1 and kshape[-1] > 1:
+        xc = None
+        if kept and kshape[-1] > 1:
+            xc = x.permute((*kept[:-1], *axes, kept[-1])).reshape((*kshape[:-1], k, kshape[-1]))
+        if xc is not None and xc.strides[-1] == 1:
             xr, emit = xc, emit_column_reduce
         else:
             xr = c.materialize(xv, c.label(i), i).reshape((*kshape, k))

@@ -206,3 +206,19 @@ def test_a_channels_last_image_is_pooled_as_stored(hw_name, op):
     model = channels_last_reduce_cost(hw, n.op, in_types[0], n.type, n.attr_dict).cycles
     sim = _kernel_cycles(graph, compiled, result)
     assert abs(model - sim) / sim <= 0.02, f"model {model}, simulated {sim}"
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_sum"])
+def test_a_reduction_of_every_axis_of_a_strided_view(op):
+    """A dynamic quantization's range (reduce_max of a whole tensor) of a transposed
+    view: no axis is kept, so the view is copied into one row first."""
+    b = GraphBuilder("r")
+    x = b.leaf("input", "x", TensorType(F32, (6, 40, 3)))
+    t = b.add("transpose", [x], {"perm": (2, 0, 1)}, "t")
+    node = b.add(op, [b.add("relu", [t], {}, "v")], {"axes": (0, 1, 2), "keepdims": False}, "out")
+    r = b.add(op, [t], {"axes": (0, 1, 2), "keepdims": False}, "raw")
+    b.output("y", node)
+    b.output("z", r)
+    graph = b.graph
+    _, bindings, compiled, result = _run(graph, "edge")
+    assert_matches(graph, compiled.results(result.outputs), reference(graph, bindings))
