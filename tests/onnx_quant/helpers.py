@@ -63,6 +63,24 @@ def conv_relu(c: int = 3, o: int = 8, hw: int = 8) -> onnx.ModelProto:
     return _model(nodes, [_f32("x", [1, c, hw, hw])], [_f32("y", [1, o, hw, hw])], inits)
 
 
+def conv_gate_concat(c: int = 3, o: int = 8, hw: int = 8) -> onnx.ModelProto:
+    """A convolution whose result is gated by a squeeze-excitation sigmoid on one
+    branch and a LeakyRelu on the other, the two concatenated: QOperator writes
+    QLinearSigmoid, QLinearLeakyRelu and QLinearConcat for them."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c"], ["p"]),
+        helper.make_node("Conv", ["p", "ws", "bs"], ["q"]),
+        helper.make_node("Sigmoid", ["q"], ["g"]),
+        helper.make_node("Mul", ["c", "g"], ["s"]),
+        helper.make_node("LeakyRelu", ["c"], ["l"], alpha=0.1),
+        helper.make_node("Concat", ["s", "l"], ["y"], axis=1),
+    ]
+    inits = [_weight("w", (o, c, 3, 3)), _weight("b", (o,), 0.1)]
+    inits += [_weight("ws", (o, o, 1, 1)), _weight("bs", (o,), 0.1)]
+    return _model(nodes, [_f32("x", [1, c, hw, hw])], [_f32("y", [1, 2 * o, hw, hw])], inits)
+
+
 class _Reader:
     """onnxruntime's CalibrationDataReader protocol: a few seeded samples."""
 

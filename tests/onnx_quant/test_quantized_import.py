@@ -20,6 +20,7 @@ from eqsat.loading import load_model
 from tests.onnx.helpers import eqsat_run, import_onnx, ort_run
 from tests.onnx_quant.helpers import (
     contraction_ops,
+    conv_gate_concat,
     conv_relu,
     feeds_for,
     matmul_add,
@@ -43,6 +44,14 @@ CASES = [
     ("qlinearmatmul-u8", mlp, "qoperator", U8, {"QLinearMatMul"}, "qmatmul"),
     ("qlinearmatmul-i8", mlp, "qoperator", {"per_channel": True}, {"QLinearMatMul"}, "qmatmul"),
     ("qlinearconv", conv_relu, "qoperator", {"per_channel": True}, {"QLinearConv"}, "qconv2d"),
+    (
+        "qlinear-sigmoid-leakyrelu-concat",
+        conv_gate_concat,
+        "qoperator",
+        {"per_channel": True},
+        {"QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat"},
+        "qconv2d",
+    ),
     ("matmulinteger", mlp, "dynamic", {}, {"MatMulInteger", "DynamicQuantizeLinear"}, "qmatmul"),
     ("convinteger", conv_relu, "dynamic", {}, {"ConvInteger", "DynamicQuantizeLinear"}, "qconv2d"),
 ]

@@ -1,7 +1,8 @@
 """Quantized ONNX: QuantizeLinear/DequantizeLinear (per tensor and per axis),
 QLinearMatMul, QLinearConv, MatMulInteger, ConvInteger, DynamicQuantizeLinear, and
 the com.microsoft QOperator ops ONNX Runtime's quantizer writes (QGemm, QLinearAdd,
-QLinearMul, QLinearSoftmax, QLinearGlobalAveragePool).
+QLinearMul, QLinearSoftmax, QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu,
+QLinearConcat).
 
 Each becomes a composition of registry ops with ONNX Runtime's arithmetic:
 - Rounding is to nearest, ties to even, then saturation (registry `quantize`/`cast`).
@@ -723,6 +724,50 @@ def qlinear_global_average_pool(cx: Cx) -> list[Value]:
     axes = list(range(2, cx.rank(x)))
     y = cx.emit("reduce_mean", [_dq(cx, x, x_s, x_z)], {"axes": axes, "keepdims": True})
     return [quantize_values(cx, y, y_s, y_z, _qtype(cx, y_z))]
+
+
+def _lookup(cx: Cx, fn) -> list[Value]:
+    """quantize(fn(dequantize(x))) of a QLinear activation (x, x_scale, x_zero, y_scale,
+    y_zero): ONNX Runtime evaluates fn in f32 on each of the 256 values into a table."""
+    x, x_s, x_z, y_s, y_z = (cx.opt(i) for i in range(5))
+    y = fn(_dq(cx, x, x_s, x_z))
+    return [quantize_values(cx, y, y_s, y_z, _qtype(cx, y_z))]
+
+
+@op("QLinearSigmoid", domain=MS)
+def qlinear_sigmoid(cx: Cx) -> list[Value]:
+    """A squeeze-excitation gate's sigmoid on int8 values (EfficientNet, RegNetY)."""
+    return _lookup(cx, lambda v: cx.emit("sigmoid", [v]))
+
+
+@op("QLinearLeakyRelu", domain=MS)
+def qlinear_leaky_relu(cx: Cx) -> list[Value]:
+    alpha = float(cx.attr("alpha", 0.01))
+
+    def leaky(v: Value) -> Value:
+        negative = cx.emit("less", [v, _f32(0.0)], onnx_type=TensorProto.BOOL)
+        return cx.emit("where", [negative, cx.emit("mul", [v, _f32(alpha)]), v])
+
+    return _lookup(cx, leaky)
+
+
+@op("QLinearConcat", domain=MS)
+def qlinear_concat(cx: Cx) -> list[Value]:
+    """Inputs (y_scale, y_zero, then x, x_scale, x_zero per piece): each piece moved to
+    the result's scale as ONNX Runtime's table does, quantize(dequantize(x)) (a piece
+    already at that scale comes out unchanged), then one concatenation of int8 values."""
+    y_s, y_z = cx.opt(0), cx.opt(1)
+    qt = _qtype(cx, y_z)
+    require(qt in EIGHT_BIT, "QLinearConcat of int8 or uint8")
+    require(len(cx.inputs) >= 5 and (len(cx.inputs) - 2) % 3 == 0, "QLinearConcat's inputs")
+    pieces = []
+    for k in range(2, len(cx.inputs), 3):
+        x, x_s, x_z = cx.opt(k), cx.opt(k + 1), cx.opt(k + 2)
+        moved = quantize_values(cx, _dq(cx, x, x_s, x_z), y_s, y_z, qt)
+        pieces.append(as_i8(cx, moved)[0])
+    axis = int(cx.attr("axis"))
+    q8 = pieces[0] if len(pieces) == 1 else cx.emit("concat", pieces, {"axis": axis})
+    return [_from_i8(cx, q8, qt)]
 
 
 __all__ = ["as_i8", "dequantize_values", "integer_conv", "integer_matmul", "quantize_values"]
