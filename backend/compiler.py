@@ -23,7 +23,7 @@ import numpy as np
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
-from eqsat.weights import prepared_nodes
+from eqsat.weights import WEIGHT, graph_value_classes, prepared_nodes
 from hwsim.asm import format_program
 from hwsim.hardware import Hardware
 from hwsim.isa import Buffer, Program
@@ -62,6 +62,7 @@ class Compiler:
         self.kernels: list[KernelPlan] = []
         self.bindings: dict[str, tuple[str | None, tuple[int, ...] | None]] = {}
         self.prepared = prepared_nodes(graph)  # computed at load time (eqsat/weights.py)
+        self.weights = {i for i, c in enumerate(graph_value_classes(graph)) if c == WEIGHT}
         self.prepared_inputs: dict[str, int] = {}  # binding -> node, fed by the host
         # binding -> (weight node, axes): its integer sums, computed by the host at load
         # time (a zero-point correction of an int8 product: backend/zero_points.py)

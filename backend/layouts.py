@@ -5,7 +5,8 @@ copy kernel is needed:
 - a value whose only users transpose it the same way (keeping the last axis) is
   stored already transposed: the transposed view is then row-major, so e.g. BERT's
   `reshape(transpose(matmul(probs, v)))` is free (the matmul writes rows with a
-  stride instead);
+  stride instead); a weight (param, literal, or prepared at load time) in any order,
+  since the host writes it (a Gemm's transB weight [N, K] is stored [K, N]);
 - conv weights are stored [KH, KW, C, O] (params are declared in that layout and the
   caller's arrays are transposed when the program is fed): a (kh) slice of the
   implicit GEMM's B operand is then one contiguous block (a literal weight, as an
@@ -88,7 +89,9 @@ def layout_prefs(
             if perm is not None:
                 prefs[i] = perm
             continue
-        if node.is_leaf or (not stored_any and node.opdef.kind not in (*_ANY_ORDER, *_LAST_KEPT)):
+        if (node.is_leaf and not stored_any) or (
+            not stored_any and node.opdef.kind not in (*_ANY_ORDER, *_LAST_KEPT)
+        ):
             continue
         if node.opdef.kind is OpKind.FUSED and node.op in CONV_OPS:
             continue

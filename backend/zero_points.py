@@ -84,7 +84,7 @@ def weight_sums(
         sums = np.asarray(known, dtype=np.int64).sum(axis=axes).astype(np.int32)
         return c.constant_buffer(c.label(i) + suffix, "i32", sums)
     j = None if node is None else _weight_node(node)
-    if j is not None and (c.graph.nodes[j].op == "param" or j in c.prepared):
+    if j is not None and j in c.weights:  # params, or computed from them (a view of one)
         return c.prepared_sums(j, axes, c.label(i) + suffix)
     return row_sums(c, i, w, suffix)
 

@@ -54,7 +54,7 @@ from eqsat.spatial_plan import (
 )
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
-from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes
+from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes, stored_transposed
 from eqsat.window_plan import stores_channels_last, window_cost
 from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
@@ -158,7 +158,9 @@ def kernel_work(
             n=n,
             k=k,
             batch=batch,
-            vector_ops=max(flops - 2 * macs, 0) + sums_ops,
+            vector_ops=max(flops - 2 * macs, 0)
+            + sums_ops
+            + _conversion_passes(op, in_types, attrs),
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             patch=_patch(name, c_in, c_out),
@@ -183,6 +185,22 @@ def kernel_work(
         bytes_out=bytes_out,
         working_set_bytes=_working_set(op, in_types, out),
     )
+
+
+def _conversion_passes(
+    op: OpDef, in_types: Sequence[TensorType], attrs: Mapping[str, AttrValue]
+) -> int:
+    """What an epilogue's quantize and dequantize cost beyond their FLOP count: the lane
+    passes of the instructions they expand into (a quantize divides, 4 passes, then
+    rounds and adds the zero point), less the FLOPs the kernel's work already counts."""
+    if op.kind is not OpKind.FUSED or op.composition is None:
+        return 0
+    extra = 0
+    for b in body_nodes(op.composition, op.operands, in_types, attrs):
+        if b.op.name in ("quantize", "dequantize"):
+            lanes = vector_passes(b.op.name, b.in_types, b.out, b.attrs) or 0
+            extra += lanes - b.op.flops(b.in_types, b.out, b.attrs)
+    return max(extra, 0)
 
 
 def _zero_point_epilogue(
@@ -777,9 +795,14 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     prepared = prepared_nodes(graph)
     classes = graph_value_classes(graph)
     cycles = dram = kernels = infeasible = 0
+    users = graph.users()
     for i, node in graph:
         if not live[i] or i in prepared:
             continue
+        if stored_transposed(node.op, [classes[j] for j in node.inputs]) and _read_alike(
+            graph, node.inputs[0], users, live
+        ):
+            continue  # the weight is stored transposed
         in_types = [graph.nodes[j].type for j in node.inputs]
         if node.op == "reshape":
             view = graph.nodes[node.inputs[0]]
@@ -817,6 +840,17 @@ def graph_op_cost(graph, i: int, hw: Hardware) -> KernelCost | None:
     if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0]):
         return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
     return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+
+
+def _read_alike(graph, j: int, users, live) -> bool:
+    """Does every reader of weight j transpose it the same way (so that it is stored
+    in that order: backend/layouts.py)?"""
+    readers = [u for u in users[j] if live[u]]
+    perms = {
+        tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
+        for u in readers
+    }
+    return len(perms) == 1 and None not in perms
 
 
 def _channels_last(graph, j: int) -> bool:

@@ -56,6 +56,13 @@ def is_prepared(op: str, children: Iterable[str]) -> bool:
     return op not in VIEW_OPS and not is_leaf_op(op) and value_class(op, children) == WEIGHT
 
 
+def stored_transposed(op: str, children: Iterable[str]) -> bool:
+    """Is a node of this op over operands of these classes a transpose of a weight,
+    which the host stores in the transposed order (backend/layouts.py), so that the
+    view costs nothing? (When the weight's every reader transposes it alike.)"""
+    return op == "transpose" and list(children) == [WEIGHT]
+
+
 def is_leaf_op(op: str) -> bool:
     return op in WEIGHT_LEAVES or op in CONSTANT_LEAVES or op == "input"
 

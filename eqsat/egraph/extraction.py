@@ -21,7 +21,7 @@ from eqsat.egraph.typing import TypedEGraph, type_egraph
 from eqsat.extract import EGraph, Extraction, NodeSpec, extract
 from eqsat.ir.graph import Graph, GraphBuilder
 from eqsat.ops import REGISTRY
-from eqsat.weights import RUNTIME, eclass_value_classes, is_prepared
+from eqsat.weights import RUNTIME, eclass_value_classes, is_prepared, stored_transposed
 from hwsim.hardware import Hardware
 
 
@@ -80,10 +80,11 @@ def price(
             by_id[n.id] = n
             if n.id not in typed.node_types:
                 continue
-            if all(c in values for c in n.children) and is_prepared(
-                n.op, (values[c] for c in n.children)
+            kids = [values[c] for c in n.children if c in values]
+            if len(kids) == len(n.children) and (
+                is_prepared(n.op, kids) or stored_transposed(n.op, kids)
             ):
-                costs[n.id] = 0.0  # computed once when the weights are loaded
+                costs[n.id] = 0.0  # computed once when the weights are loaded, or stored so
                 continue
             in_types = tuple(typed.class_types[c] for c in n.children)
             key = (n.op, in_types, n.attrs)
