@@ -206,7 +206,7 @@ def shared(e: Expr) -> Expr:
     def go(x: Expr) -> tuple[Expr, tuple]:
         if isinstance(x, Imm):
             v = struct.pack("<d", x.value) if isinstance(x.value, float) else x.value
-            return x, ("imm", v, x.dtype)
+            return x, ("imm", v, x.dtype)  # (an Imm of the value -0.0 stays one)
         if isinstance(x, Leaf):
             return x, ("leaf", x.index)
         changes: dict[str, object] = {}
@@ -220,8 +220,8 @@ def shared(e: Expr) -> Expr:
                 pairs = [go(a) for a in v]
                 changes[f.name] = tuple(a for a, _ in pairs)
                 key.append(tuple(k for _, k in pairs))
-            else:
-                key.append(v)
+            else:  # an attribute: a float by its bits too
+                key.append(struct.pack("<d", v) if isinstance(v, float) else v)
         k = tuple(key)
         if k not in memo:
             memo[k] = replace(x, **changes)  # type: ignore[type-var]

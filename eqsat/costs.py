@@ -800,7 +800,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         if not live[i] or i in prepared:
             continue
         if stored_transposed(node.op, [classes[j] for j in node.inputs]) and _read_alike(
-            graph, node.inputs[0], users, live
+            graph, node.inputs[0], users, live, prepared
         ):
             continue  # the weight is stored transposed
         in_types = [graph.nodes[j].type for j in node.inputs]
@@ -842,9 +842,12 @@ def graph_op_cost(graph, i: int, hw: Hardware) -> KernelCost | None:
     return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
 
 
-def _read_alike(graph, j: int, users, live) -> bool:
-    """Does every reader of weight j transpose it the same way (so that it is stored
-    in that order: backend/layouts.py)?"""
+def _read_alike(graph, j: int, users, live, prepared) -> bool:
+    """Is weight j stored by the host (a param, a literal, or prepared at load time)
+    and does every reader transpose it the same way, so that it is stored in that
+    order (backend/layouts.py)?"""
+    if graph.nodes[j].op not in ("param", "literal") and j not in prepared:
+        return False  # a view of a weight: read through the view
     readers = [u for u in users[j] if live[u]]
     perms = {
         tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
