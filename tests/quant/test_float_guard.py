@@ -24,7 +24,7 @@ def _run(flags: list[str]):
     return optimize_command.optimize_from_args(args, graph)[0]
 
 
-@pytest.mark.parametrize("hw_name", ["edge", "datacenter"])
+@pytest.mark.parametrize("hw_name", ["datacenter"])  # where int8 pays least
 def test_the_quantized_program_is_no_slower_than_the_float_one(hw_name):
     hw = load_hardware(hw_name)
     floats = optimize(load_model(MLP).graph, compile_rule_paths([DEFAULT_RULES_DIR]), hw)
