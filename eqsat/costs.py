@@ -26,7 +26,7 @@ from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_ap
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
 from eqsat.ops import REGISTRY, AttrValue, OpDef, OpKind
 from eqsat.ops.chain import CHAINS
-from eqsat.ops.fused import body_nodes
+from eqsat.ops.fused import BodyNode, body_nodes
 from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.ops.reduce import reduced_axes
 from eqsat.row_plan import (
@@ -130,6 +130,7 @@ def kernel_work(
     bytes_out = op.bytes_written(out)
     dtype = in_types[0].dtype.value if in_types else out.dtype.value
     contraction = None
+    body = []
     gemms = 1  # a gated product's body multiplies one input by two weight matrices
     if op.kind in (OpKind.MATMUL, OpKind.CONV):
         contraction = (op_name, list(in_types), out)
@@ -158,9 +159,7 @@ def kernel_work(
             n=n,
             k=k,
             batch=batch,
-            vector_ops=max(flops - 2 * macs, 0)
-            + sums_ops
-            + _conversion_passes(op, in_types, attrs),
+            vector_ops=max(flops - 2 * macs, 0) + sums_ops + _conversion_passes(body),
             bytes_in=bytes_in,
             bytes_out=bytes_out,
             patch=_patch(name, c_in, c_out),
@@ -187,16 +186,13 @@ def kernel_work(
     )
 
 
-def _conversion_passes(
-    op: OpDef, in_types: Sequence[TensorType], attrs: Mapping[str, AttrValue]
-) -> int:
-    """What an epilogue's quantize and dequantize cost beyond their FLOP count: the lane
-    passes of the instructions they expand into (a quantize divides, 4 passes, then
-    rounds and adds the zero point), less the FLOPs the kernel's work already counts."""
-    if op.kind is not OpKind.FUSED or op.composition is None:
-        return 0
+def _conversion_passes(body: Sequence[BodyNode]) -> int:
+    """What a fused kernel's quantize and dequantize (of its `body`) cost beyond their
+    FLOP count: the lane passes of the instructions they expand into (a quantize
+    divides, 4 passes, then rounds and adds the zero point), less the FLOPs the
+    kernel's work already counts."""
     extra = 0
-    for b in body_nodes(op.composition, op.operands, in_types, attrs):
+    for b in body:
         if b.op.name in ("quantize", "dequantize"):
             lanes = vector_passes(b.op.name, b.in_types, b.out, b.attrs) or 0
             extra += lanes - b.op.flops(b.in_types, b.out, b.attrs)

@@ -470,13 +470,22 @@ def stores_channels_last(
     NHWC image)?"""
     if op_name in ("max_pool2d", "avg_pool2d"):
         return window_layout(window2d(op_name, in_types[0], attrs)) == NHWC
-    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
-        return False
-    conv = conv_of(REGISTRY[op_name], in_types, attrs)
-    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
+    conv = _depthwise(op_name, in_types, attrs)
+    if conv is None:
         return False
     x, w, cattrs = conv
     return window_layout(conv_window(x, w, cattrs), w.shape[0] // x.shape[1]) == NHWC
+
+
+def _depthwise(op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object]):
+    """(x, w, conv attrs) of a depthwise convolution (fused or not), else None (other
+    grouped convolutions run one GEMM per group)."""
+    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
+        return None  # not a grouped convolution
+    conv = conv_of(REGISTRY[op_name], in_types, attrs)
+    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
+        return None
+    return conv
 
 
 def window_kernels(
@@ -489,12 +498,10 @@ def window_kernels(
     """The kernels of a pooling or depthwise convolution (None for other ops)."""
     if op_name in ("max_pool2d", "avg_pool2d"):
         return _pool_kernels(hw, op_name, in_types[0], out, attrs)
-    if int(attrs.get("groups", 1)) == 1:  # type: ignore[call-overload]
-        return None  # not a grouped convolution
+    conv = _depthwise(op_name, in_types, attrs)
+    if conv is None:
+        return None
     op = REGISTRY[op_name]
-    conv = conv_of(op, in_types, attrs)
-    if conv is None or contraction_of(op_name) not in _CONVS or not is_depthwise(*conv):
-        return None  # (other grouped convolutions run one GEMM per group)
     x, w, cattrs = conv
     g = conv_window(x, w, cattrs)
     ops, extra = _epilogue(op, in_types, out, attrs)

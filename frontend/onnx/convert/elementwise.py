@@ -166,10 +166,13 @@ def in_f32(fn):
 @op("LeakyRelu")
 @in_f32
 def leaky_relu(cx: Cx) -> list[Value]:
-    x = cx.input(0)
-    alpha = float(cx.attr("alpha", 0.01))
+    return [leaky_relu_of(cx, cx.input(0), float(cx.attr("alpha", 0.01)))]
+
+
+def leaky_relu_of(cx: Cx, x: Value, alpha: float) -> Value:
+    """x where x >= 0, else alpha * x (also QLinearLeakyRelu's, on dequantized values)."""
     negative = cx.emit("less", [x, cx.scalar(0, x)], onnx_type=TensorProto.BOOL)
-    return [cx.emit("where", [negative, cx.emit("mul", [x, cx.scalar(alpha, x)]), x])]
+    return cx.emit("where", [negative, cx.emit("mul", [x, cx.scalar(alpha, x)]), x])
 
 
 @op("Elu")

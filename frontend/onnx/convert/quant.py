@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto
 
+from frontend.onnx.convert.elementwise import leaky_relu_of
 from frontend.onnx.convert.registry import Cx, op, require
 from frontend.onnx.convert.spatial import spatial_pads
 from frontend.onnx.convert.tensor import reshape, swap_last_axes
@@ -708,47 +709,42 @@ def qlinear_mul(cx: Cx) -> list[Value]:
     return [_requantized_i8(cx, real, qt)]
 
 
-@op("QLinearSoftmax", domain=MS)
-def qlinear_softmax(cx: Cx) -> list[Value]:
-    """quantize(softmax(dequantize(x))) (ORT: through a 256-entry exp table)."""
-    x, x_s, x_z, y_s, y_z = (cx.opt(i) for i in range(5))
-    require(int(cx.attr("opset", 13)) >= 13, "QLinearSoftmax of opset < 13 (2-D coercion)")
-    y = cx.emit("softmax", [_dq(cx, x, x_s, x_z)], {"axis": int(cx.attr("axis", -1))})
-    return [quantize_values(cx, y, y_s, y_z, _qtype(cx, y_z))]
-
-
-@op("QLinearGlobalAveragePool", domain=MS)
-def qlinear_global_average_pool(cx: Cx) -> list[Value]:
-    x, x_s, x_z, y_s, y_z = (cx.opt(i) for i in range(5))
-    require(not cx.attr("channels_last", 0), "QLinearGlobalAveragePool with channels_last")
-    axes = list(range(2, cx.rank(x)))
-    y = cx.emit("reduce_mean", [_dq(cx, x, x_s, x_z)], {"axes": axes, "keepdims": True})
-    return [quantize_values(cx, y, y_s, y_z, _qtype(cx, y_z))]
-
-
-def _lookup(cx: Cx, fn) -> list[Value]:
-    """quantize(fn(dequantize(x))) of a QLinear activation (x, x_scale, x_zero, y_scale,
-    y_zero): ONNX Runtime evaluates fn in f32 on each of the 256 values into a table."""
+def _through_float(cx: Cx, fn) -> list[Value]:
+    """quantize(fn(dequantize(x))) of a QLinear op of one operand (x, x_scale, x_zero,
+    y_scale, y_zero)."""
     x, x_s, x_z, y_s, y_z = (cx.opt(i) for i in range(5))
     y = fn(_dq(cx, x, x_s, x_z))
     return [quantize_values(cx, y, y_s, y_z, _qtype(cx, y_z))]
 
 
+@op("QLinearSoftmax", domain=MS)
+def qlinear_softmax(cx: Cx) -> list[Value]:
+    """quantize(softmax(dequantize(x))) (ORT: through a 256-entry exp table)."""
+    require(int(cx.attr("opset", 13)) >= 13, "QLinearSoftmax of opset < 13 (2-D coercion)")
+    axis = int(cx.attr("axis", -1))
+    return _through_float(cx, lambda v: cx.emit("softmax", [v], {"axis": axis}))
+
+
+@op("QLinearGlobalAveragePool", domain=MS)
+def qlinear_global_average_pool(cx: Cx) -> list[Value]:
+    require(not cx.attr("channels_last", 0), "QLinearGlobalAveragePool with channels_last")
+    axes = list(range(2, cx.rank(cx.opt(0))))
+    return _through_float(
+        cx, lambda v: cx.emit("reduce_mean", [v], {"axes": axes, "keepdims": True})
+    )
+
+
 @op("QLinearSigmoid", domain=MS)
 def qlinear_sigmoid(cx: Cx) -> list[Value]:
-    """A squeeze-excitation gate's sigmoid on int8 values (EfficientNet, RegNetY)."""
-    return _lookup(cx, lambda v: cx.emit("sigmoid", [v]))
+    """A squeeze-excitation gate's sigmoid on int8 values (EfficientNet, RegNetY); ONNX
+    Runtime evaluates it in f32 on each of the 256 values into a table."""
+    return _through_float(cx, lambda v: cx.emit("sigmoid", [v]))
 
 
 @op("QLinearLeakyRelu", domain=MS)
 def qlinear_leaky_relu(cx: Cx) -> list[Value]:
     alpha = float(cx.attr("alpha", 0.01))
-
-    def leaky(v: Value) -> Value:
-        negative = cx.emit("less", [v, _f32(0.0)], onnx_type=TensorProto.BOOL)
-        return cx.emit("where", [negative, cx.emit("mul", [v, _f32(alpha)]), v])
-
-    return _lookup(cx, leaky)
+    return _through_float(cx, lambda v: leaky_relu_of(cx, v, alpha))
 
 
 @op("QLinearConcat", domain=MS)
