@@ -17,7 +17,7 @@ from eqsat.egraph.encoding import program_prelude
 from eqsat.egraph.extraction import (
     PricedEGraph,
     extract_program,
-    locate,
+    locate_terms,
     price,
     rebuild,
     serialize,
@@ -119,10 +119,10 @@ def optimize(
     try:
         priced = price(serialized, hw, tick)
         del serialized
-        classes = locate(graph, priced.decoded)
+        classes, spelled = locate_terms(graph, priced.decoded)
         roots = sorted({classes[i] for _, i in graph.outputs})
         ilp_seconds = min(ilp_time_limit, max(budget.remaining(), 1.0))
-        extraction = extract_program(priced, roots, extractor, ilp_seconds, tick)
+        extraction = extract_program(priced, roots, extractor, ilp_seconds, tick, spelled)
     except OutOfTime:
         say("time limit reached during extraction: the input program is kept")
         return OptimizeResult(

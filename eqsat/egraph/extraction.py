@@ -87,7 +87,17 @@ def price(
                 costs[n.id] = 0.0  # computed once when the weights are loaded, or stored so
                 continue
             in_types = tuple(typed.class_types[c] for c in n.children)
+            if REGISTRY[n.op].variadic if n.op in REGISTRY else False:
+                # a part that is itself this op is spliced in by `rebuild`: its pieces
+                # are copied by its own node, once
+                in_types = tuple(
+                    typed.class_types[c]
+                    for c in n.children
+                    if not _holds(typed.decoded.classes[c], n.op, n.attrs)
+                )
             key = (n.op, in_types, n.attrs)
+            if not in_types:
+                memo[key] = 0.0
             if key not in memo:
                 cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
                 memo[key] = 0.0 if cost is None else float(cost.cycles)
@@ -99,6 +109,11 @@ def price(
                 shape = typed.node_types[n.id].shape
                 costs[n.id] += _view_copy(typed, values, n.children[0], shape, hw, copies)
     return PricedEGraph(typed, costs, by_id)
+
+
+def _holds(nodes: list[ENode], op: str, attrs: tuple) -> bool:
+    """Does an e-class of `nodes` hold an `op` node with `attrs`?"""
+    return any(v.op == op and v.attrs == attrs for v in nodes)
 
 
 def _view_copy(
@@ -152,9 +167,22 @@ def _all_views(typed: TypedEGraph, eclass: str, seen: set[str]) -> bool:
 
 def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:
     """The e-class of every live node of `graph` (which entered the e-graph unchanged)."""
-    index = {term_key(n): n.eclass for nodes in decoded.classes.values() for n in nodes}
+    return locate_terms(graph, decoded)[0]
+
+
+def locate_terms(graph: Graph, decoded: DecodedEGraph) -> tuple[list[str | None], dict[str, str]]:
+    """(the e-class of every live node of `graph`, the e-node that spells `graph` in
+    each class it uses): the input program as an extraction, a seed for local search."""
+    index = {term_key(n): n for nodes in decoded.classes.values() for n in nodes}
     live = graph.live()
     classes: list[str | None] = [None] * len(graph.nodes)
+    spelled: dict[str, str] = {}
+
+    def find(key: tuple) -> str:
+        node = index[key]
+        spelled.setdefault(node.eclass, node.id)
+        return node.eclass
+
     for i, node in graph:
         if not live[i]:
             continue
@@ -164,13 +192,40 @@ def locate(graph: Graph, decoded: DecodedEGraph) -> list[str | None]:
             classes[i] = children[0]
             continue
         if node.opdef.variadic and len(children) > 2:
-            # Entered as right-nested binary terms: look up the innermost first.
-            tail = children[-1]
-            for k in range(len(children) - 2, 0, -1):
-                tail = index[(node.op, (children[k], tail), node.attrs)]
-            children = (children[0], tail)
-        classes[i] = index[(node.op, children, node.attrs)]
-    return classes
+            # Entered as right-nested binary terms (an extracted one may nest otherwise:
+            # `rebuild` splices nested parts): any binary nesting the e-graph holds.
+            classes[i] = _nested(children, node.op, node.attrs, index, spelled)
+        else:
+            classes[i] = find((node.op, children, node.attrs))
+    return classes, spelled
+
+
+def _nested(
+    parts: tuple, op: str, attrs: tuple, index: Mapping[tuple, ENode], spelled: dict[str, str]
+) -> str:
+    """The class of `op(parts...)` held as some nesting of binary `op` nodes (right-nested
+    tried first), recording the nodes it goes through in `spelled`."""
+    memo: dict[tuple[int, int], tuple[str, list[ENode]] | None] = {}
+
+    def span(i: int, j: int) -> tuple[str, list[ENode]] | None:
+        if i == j:
+            return parts[i], []
+        if (i, j) not in memo:
+            memo[i, j] = None
+            for m in range(i, j):
+                left, right = span(i, m), span(m + 1, j)
+                node = left and right and index.get((op, (left[0], right[0]), attrs))
+                if node:
+                    memo[i, j] = node.eclass, [*left[1], *right[1], node]
+                    break
+        return memo[i, j]
+
+    found = span(0, len(parts) - 1)
+    if found is None:
+        raise KeyError((op, parts, attrs))
+    for node in found[1]:
+        spelled.setdefault(node.eclass, node.id)
+    return found[0]
 
 
 def rebuild(
@@ -188,14 +243,26 @@ def rebuild(
     b = GraphBuilder(name, dims)
     built: dict[str, int] = {}
     chosen = set(extraction.order)
+    spliced = _spliced(priced, extraction, {c for _, c in outputs})
     # Leaves first, in the order the model declared them, so printed models read alike.
     order = [c for c in leaf_order if c in chosen]
     order += [c for c in extraction.order if c not in set(order)]
+
+    def operands(eclass: str) -> list[str]:
+        """A variadic node's operand classes, the parts spliced into it expanded."""
+        out: list[str] = []
+        for c in priced.by_id[extraction.choice[eclass]].children:
+            out += operands(c) if c in spliced else [c]
+        return out
+
     for eclass in order:
+        if eclass in spliced:
+            continue
         node = priced.by_id[extraction.choice[eclass]]
+        kids = operands(eclass) if REGISTRY[node.op].variadic else node.children
         built[eclass] = b.add(
             node.op,
-            tuple(built[c] for c in node.children),
+            tuple(built[c] for c in kids),
             dict(node.attrs),
             (names or {}).get(eclass),
         )
@@ -206,13 +273,34 @@ def rebuild(
     return b.graph
 
 
+def _spliced(priced: PricedEGraph, extraction: Extraction, outputs: set[str]) -> set[str]:
+    """Classes whose chosen node is a variadic op (concat) read once, by a node of the
+    same op and attributes: the e-graph holds a concat of n parts as n - 1 nested binary
+    ones, and the program gets one kernel copying each part once."""
+    node = {c: priced.by_id[extraction.choice[c]] for c in extraction.order}
+    uses: dict[str, int] = {}
+    for n in node.values():
+        for c in n.children:
+            uses[c] = uses.get(c, 0) + 1
+    return {
+        c
+        for n in node.values()
+        if n.op in REGISTRY and REGISTRY[n.op].variadic
+        for c in n.children
+        if c not in outputs and uses[c] == 1 and node[c].op == n.op and node[c].attrs == n.attrs
+    }
+
+
 def extract_program(
     priced: PricedEGraph,
     roots: list[str],
     extractor: str,
     time_limit: float,
     tick: Callable[[], None] | None = None,
+    seed: Mapping[str, str] | None = None,
 ) -> Extraction:
+    """`seed`: class -> e-node of a known program (the input's, from `locate_terms`);
+    greedy's local search also starts from it, so the answer is never costlier."""
     # joint moves: the merged products of TASO's rules pay off only together
     return extract(
         priced.extraction_graph(roots),
@@ -221,4 +309,5 @@ def extract_program(
         time_limit=time_limit,
         tick=tick,
         joint=True,
+        seeds=[seed] if seed else (),
     )

@@ -23,14 +23,14 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from eqsat.extract.dag import build_extraction
 from eqsat.extract.egraph import EGraph
 from eqsat.extract.errors import NoTermError
-from eqsat.extract.improve import improve_choice
+from eqsat.extract.improve import dag_classes, improve_choice
 from eqsat.extract.result import HEURISTIC, Extraction
 
 # Below this many set bits, summing weights bit by bit beats a trip through numpy.
@@ -42,18 +42,33 @@ def greedy_extract(
     roots: Iterable[str] | None = None,
     tick: Callable[[], None] | None = None,
     joint: bool = False,
+    seeds: Sequence[Mapping[str, str]] = (),
 ) -> Extraction:
     """Greedy DAG extraction from ``roots`` (class ids; default: the graph's roots).
 
     ``tick`` is called once per settled class: a caller's deadline check, which may
-    raise to stop the extraction."""
+    raise to stop the extraction. ``seeds``: other extractions (class id -> node id)
+    the local search also starts from, greedy's choice filling the classes a seed
+    leaves open; the cheapest result is returned. Seeded with the input program, the
+    answer is never costlier than the input: greedy prices each class's DAG on its
+    own and can lose to it where much is shared (DenseNet's concatenations)."""
     start = time.perf_counter()
     root_idx = egraph.resolve_roots(roots)
     choice = greedy_choice(egraph, root_idx, tick)
     missing = [egraph.class_ids[r] for r in root_idx if choice[r] < 0]
     if missing:
         raise NoTermError(f"{egraph.source}: no finite acyclic term for root class(es) {missing}")
-    choice = improve_choice(egraph, choice, root_idx, tick=tick, joint=joint)
+    best = improve_choice(egraph, choice, root_idx, tick=tick, joint=joint)
+    best_cost = dag_classes(egraph, best, root_idx)
+    for seed in seeds:
+        seeded = seeded_choice(egraph, choice, seed)
+        if seeded is None or dag_classes(egraph, seeded, root_idx) is None:
+            continue
+        trial = improve_choice(egraph, seeded, root_idx, tick=tick, joint=joint)
+        cost = dag_classes(egraph, trial, root_idx)
+        if cost is not None and (best_cost is None or cost[0] < best_cost[0]):
+            best, best_cost = trial, cost
+    choice = best
     return build_extraction(
         egraph,
         choice,
@@ -62,6 +77,23 @@ def greedy_extract(
         status=HEURISTIC,
         seconds=time.perf_counter() - start,
     )
+
+
+def seeded_choice(
+    egraph: EGraph, choice: Sequence[int], seed: Mapping[str, str]
+) -> list[int] | None:
+    """``choice`` with the classes of ``seed`` (class id -> node id) taking its nodes;
+    None if the seed names a node the extraction graph does not hold or cannot use."""
+    out = list(choice)
+    nodes = egraph.node_index
+    usable = egraph.usable
+    for c, n in seed.items():
+        i = nodes.get(n)
+        ci = egraph.class_index.get(c)
+        if i is None or ci is None or not usable[i] or egraph.node_class[i] != ci:
+            return None
+        out[ci] = i
+    return out
 
 
 def greedy_choice(

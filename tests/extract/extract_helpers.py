@@ -76,12 +76,12 @@ def brute_force(egraph: EGraph, roots: list[str]) -> float:
     best = math.inf
     for combo in itertools.product(*(members[c] for c in classes)):
         pick = dict(zip(classes, combo, strict=True))
-        cost = _assignment_cost(egraph, pick, roots)
+        cost = assignment_cost(egraph, pick, roots)
         best = min(best, cost)
     return best
 
 
-def _assignment_cost(egraph: EGraph, pick: dict[str, int], roots: list[str]) -> float:
+def assignment_cost(egraph: EGraph, pick: dict[str, int], roots: list[str]) -> float:
     state: dict[str, int] = {}  # 1 = on path, 2 = done
 
     def visit(c: str) -> bool:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
-from extract_helpers import DATA, brute_force, check_valid, egraphs, has_term, layered_egraph
+from extract_helpers import (
+    DATA,
+    assignment_cost,
+    brute_force,
+    check_valid,
+    class_nodes,
+    egraphs,
+    has_term,
+    layered_egraph,
+)
 from hypothesis import given, settings
 
 from eqsat.extract import (
@@ -104,3 +114,52 @@ def test_greedy_50k_nodes_is_fast() -> None:
     elapsed = time.perf_counter() - start
     assert elapsed < 5.0, elapsed
     assert dag_cost(g, ext.choice) == pytest.approx(ext.dag_cost)
+
+
+def test_a_seed_finds_the_sharing_greedy_misses() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    seed = {"R": "root", "A": "a_of_s", "B": "b_of_s", "S": "s"}  # g(s), h(s): s once
+    ext = greedy_extract(g, seeds=[seed])
+    assert ext.dag_cost == 7.0
+    assert ext.choice == seed
+
+
+def _best_assignment(g: EGraph, roots: list[str]) -> tuple[float, dict[str, str]]:
+    """The optimal extraction by enumeration: (DAG cost, class -> node id it reaches)."""
+    members = class_nodes(g)
+    best: tuple[float, dict[str, str]] = (float("inf"), {})
+    for combo in itertools.product(*members.values()):
+        pick = dict(zip(members, combo, strict=True))
+        cost = assignment_cost(g, pick, roots)
+        if cost < best[0]:
+            reached = _reached(g, pick, roots)
+            best = (cost, {c: g.node_ids[pick[c]] for c in reached})
+    return best
+
+
+def _reached(g: EGraph, pick: dict[str, int], roots: list[str]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if c not in seen:
+            seen.add(c)
+            stack += [g.class_ids[d] for d in g.children(pick[c])]
+    return seen
+
+
+@settings(max_examples=150, deadline=None)
+@given(egraphs(max_classes=5, max_nodes=3))
+def test_seeded_greedy_is_never_costlier_than_its_seed(g: EGraph) -> None:
+    """Seeded with any valid extraction (here the optimum), the answer costs no more:
+    what makes `optimize` seeded with its input never hand back a costlier program."""
+    roots = [g.class_ids[r] for r in g.roots]
+    cost, seed = _best_assignment(g, roots)
+    if cost == float("inf"):
+        return
+    assert greedy_extract(g, seeds=[seed]).dag_cost == pytest.approx(cost)
+
+
+def test_a_seed_naming_an_unknown_node_is_ignored() -> None:
+    g = load_egraph(DATA / "shared_subterm.json")
+    assert greedy_extract(g, seeds=[{"R": "no_such_node"}]).dag_cost == 9.0
