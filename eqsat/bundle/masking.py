@@ -40,7 +40,7 @@ _ZERO_PRESERVING = frozenset(
     {"neg", "relu", "tanh", "gelu", "abs", "sin", "sqrt", "cast", "erf", "trunc", "floor"}
 )
 # fused ops that are elementwise in all their operands
-_ELEMENTWISE_FUSED = frozenset({"add_relu", "mul_add", "silu"})
+_ELEMENTWISE_FUSED = frozenset({"add_relu", "mul_add", "mul_add_relu", "silu"})
 _POSITIONWISE_LAYOUT = frozenset({"transpose", "broadcast"})
 _REDUCE_FILL = {"reduce_sum": 0.0, "reduce_mean": 0.0, "reduce_max": PAD_FLOOR}
 

@@ -276,6 +276,9 @@ fused("conv2d_bias_hardswish", ("x", "w", "b"), call("hard_swish", _CONV_BIAS), 
 
 fused("add_relu", ("a", "b"), call("relu", call("add", "a", "b")))
 fused("mul_add", ("a", "b", "c"), call("add", call("mul", "a", "b"), "c"))
+# relu(a * b + c): a batch norm and its ReLU where no convolution takes them in
+# (pre-activation blocks: DenseNet, ResNet-v2; a norm after a concat or an add)
+fused("mul_add_relu", ("a", "b", "c"), call("relu", call("add", call("mul", "a", "b"), "c")))
 # SiLU (swish): x * sigmoid(x) in one pass
 fused("silu", ("x",), call("mul", "x", call("sigmoid", "x")))
 

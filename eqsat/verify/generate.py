@@ -275,7 +275,7 @@ class _Generator(AttributeChoices):
 
     def gen_op(self, term: ast.Call, op: OpDef, want, dtype) -> int:
         family = opcases.OP_GENERATORS[op.name]
-        transparent = family in _TRANSPARENT or op.name in ("add_relu", "mul_add")
+        transparent = family in _TRANSPARENT or op.name in ("add_relu", "mul_add", "mul_add_relu")
         first_want = want if transparent else None
         ok = ok_dtypes(op) or ALL_DTYPES
         if dtype not in ok:
