@@ -87,21 +87,23 @@ def price(
                 costs[n.id] = 0.0  # computed once when the weights are loaded, or stored so
                 continue
             in_types = tuple(typed.class_types[c] for c in n.children)
+            spliced = 0
             if REGISTRY[n.op].variadic if n.op in REGISTRY else False:
                 # a part that is itself this op is spliced in by `rebuild`: its pieces
-                # are copied by its own node, once
-                in_types = tuple(
-                    typed.class_types[c]
-                    for c in n.children
-                    if not _holds(typed.decoded.classes[c], n.op, n.attrs)
-                )
+                # are copied by its own node, once, in this node's kernel (whose launch
+                # the part's node need not pay again)
+                parts = [
+                    c for c in n.children if not _holds(typed.decoded.classes[c], n.op, n.attrs)
+                ]
+                spliced = len(n.children) - len(parts)
+                in_types = tuple(typed.class_types[c] for c in parts)
             key = (n.op, in_types, n.attrs)
             if not in_types:
                 memo[key] = 0.0
             if key not in memo:
                 cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
                 memo[key] = 0.0 if cost is None else float(cost.cycles)
-            costs[n.id] = memo[key]
+            costs[n.id] = max(0.0, memo[key] - spliced * hw.launch_cycles)
             if n.op in _INT8_PRODUCTS:  # zero-point sums of run-time operands
                 runtime = [values.get(c, RUNTIME) == RUNTIME for c in n.children]
                 costs[n.id] += zero_point_sums_cost(hw, n.op, in_types, dict(n.attrs), runtime)
