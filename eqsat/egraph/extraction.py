@@ -88,7 +88,7 @@ def price(
                 continue
             in_types = tuple(typed.class_types[c] for c in n.children)
             spliced = 0
-            if REGISTRY[n.op].variadic if n.op in REGISTRY else False:
+            if _variadic(n.op):
                 # a part that is itself this op is spliced in by `rebuild`: its pieces
                 # are copied by its own node, once, in this node's kernel (whose launch
                 # the part's node need not pay again)
@@ -98,10 +98,9 @@ def price(
                 spliced = len(n.children) - len(parts)
                 in_types = tuple(typed.class_types[c] for c in parts)
             key = (n.op, in_types, n.attrs)
-            if not in_types:
-                memo[key] = 0.0
             if key not in memo:
-                cost = op_cost(hw, n.op, in_types, typed.node_types[n.id], dict(n.attrs))
+                out = typed.node_types[n.id]
+                cost = op_cost(hw, n.op, in_types, out, dict(n.attrs)) if in_types else None
                 memo[key] = 0.0 if cost is None else float(cost.cycles)
             costs[n.id] = max(0.0, memo[key] - spliced * hw.launch_cycles)
             if n.op in _INT8_PRODUCTS:  # zero-point sums of run-time operands
@@ -111,6 +110,11 @@ def price(
                 shape = typed.node_types[n.id].shape
                 costs[n.id] += _view_copy(typed, values, n.children[0], shape, hw, copies)
     return PricedEGraph(typed, costs, by_id)
+
+
+def _variadic(op: str) -> bool:
+    """Is `op` a registry op of any number of operands (concat)?"""
+    return op in REGISTRY and REGISTRY[op].variadic
 
 
 def _holds(nodes: list[ENode], op: str, attrs: tuple) -> bool:
@@ -261,7 +265,7 @@ def rebuild(
         if eclass in spliced:
             continue
         node = priced.by_id[extraction.choice[eclass]]
-        kids = operands(eclass) if REGISTRY[node.op].variadic else node.children
+        kids = operands(eclass) if _variadic(node.op) else node.children
         built[eclass] = b.add(
             node.op,
             tuple(built[c] for c in kids),
@@ -287,7 +291,7 @@ def _spliced(priced: PricedEGraph, extraction: Extraction, outputs: set[str]) ->
     return {
         c
         for n in node.values()
-        if n.op in REGISTRY and REGISTRY[n.op].variadic
+        if _variadic(n.op)
         for c in n.children
         if c not in outputs and uses[c] == 1 and node[c].op == n.op and node[c].attrs == n.attrs
     }

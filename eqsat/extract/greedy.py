@@ -62,8 +62,9 @@ def greedy_extract(
     best_cost = dag_classes(egraph, best, root_idx)
     for seed in seeds:
         seeded = seeded_choice(egraph, choice, seed)
-        if seeded is None or dag_classes(egraph, seeded, root_idx) is None:
+        if seeded is None:
             continue
+        # an invalid start (a gap, a cycle) comes back as it went in, and is priced None
         trial = improve_choice(egraph, seeded, root_idx, tick=tick, joint=joint)
         cost = dag_classes(egraph, trial, root_idx)
         if cost is not None and (best_cost is None or cost[0] < best_cost[0]):
