@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eqsat.concat_placement import concat_regions
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
@@ -69,6 +70,9 @@ class Compiler:
         self.prepared_sum_inputs: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._known: dict[int, np.ndarray | None] = {}  # prepared values known now
         self.prefs = layout_prefs(graph, hw, self.prepared)
+        # values written into their block of a concat's buffer (eqsat/concat_placement.py)
+        self.placement = concat_regions(graph)
+        self._groups: dict[int, View] = {}  # root concat -> its buffer
         self.names: set[str] = set()
         self._zero: Operand | None = None
         self._knames: set[str] = set()
@@ -113,13 +117,32 @@ class Compiler:
         return view
 
     def alloc_value(self, i: int, node: Node, keep_last: bool = True) -> View:
-        """The buffer a kernel writes node i into, in the node's preferred layout."""
+        """The buffer a kernel writes node i into, in the node's preferred layout (its
+        block of a concat's buffer where it is placed in one)."""
+        placed = self.placed(i)
+        if placed is not None:
+            return placed
         shape, dtype = node.type.shape, node.type.dtype.value
         perm = self.prefs.get(i)
         if perm and (not keep_last or perm[-1] == len(shape) - 1):
             stored = tuple(shape[p] for p in perm)
             return self.new_buffer(dtype, stored, self.label(i)).permute(inverse_perm(perm))
         return self.new_buffer(dtype, shape, self.label(i))
+
+    def placed(self, i: int) -> View | None:
+        """Node i's block of its concat group's buffer (row-major), or None."""
+        region = self.placement.regions.get(i)
+        if region is None:
+            return None
+        if region.root not in self._groups:
+            root = self.graph.nodes[region.root]
+            shape = root.type.shape
+            self._groups[region.root] = self.new_buffer(
+                root.type.dtype.value, shape, self.label(region.root)
+            )
+        buf = self._groups[region.root].buf
+        shape = self.graph.nodes[i].type.shape
+        return View(buf, region.offset, shape, row_major(shape))
 
     def compile_time_value(self, j: int) -> np.ndarray | None:
         """The value of node j if known at compile time (a const, a param in consts, or a

@@ -135,15 +135,24 @@ def lower_broadcast(c: Compiler, i: int, node: Node) -> Value:
 
 
 def lower_concat(c: Compiler, i: int, node: Node) -> Value:
+    """One kernel copying each part into its slice of the output; a part whose producer
+    wrote it there (eqsat/concat_placement.py), or that an earlier concat of the same
+    buffer copied there, is not copied again, and a concat with nothing left to copy
+    has no kernel."""
     axis = int(node.attr("axis"))  # type: ignore[arg-type]
     out = c.alloc_value(i, node, keep_last=False)
+    copied = set(c.placement.copied_parts(c.graph, i))
     pieces, start = [], 0
-    for j in node.inputs:
+    for k, j in enumerate(node.inputs):
         t = c.graph.nodes[j].type
         starts = tuple(start if a == axis else 0 for a in range(t.rank))
         ends = tuple(start + t.shape[a] if a == axis else out.shape[a] for a in range(t.rank))
-        pieces.append((out.slice(starts, ends), c.value(j)))
+        dst, v = out.slice(starts, ends), c.value(j)
+        if k in copied or not (i in c.placement.regions and _written(dst, v, c.placed(j))):
+            pieces.append((dst, v))
         start += t.shape[axis]
+    if not pieces:
+        return out
 
     def emit(kb) -> None:
         for k, (dst, v) in enumerate(pieces):
@@ -155,6 +164,15 @@ def lower_concat(c: Compiler, i: int, node: Node) -> Value:
     reads = [v for _, v in pieces if isinstance(v, View)]
     c.add_kernel(c.kernel_name(i), i, "main", emit, reads, [out])
     return out
+
+
+def _written(dst: View, value: Value, placed: View | None) -> bool:
+    """Does the part's block already hold its value: written there by its producer
+    (`value` is that block), or copied there by an earlier concat (the part is not
+    placed there: eqsat/concat_placement.py Placement.copied_parts)?"""
+    if placed is None or placed.buf is not dst.buf or placed.offset != dst.offset:
+        return True  # a block an earlier concat filled
+    return isinstance(value, View) and value.buf is dst.buf and value.offset == dst.offset
 
 
 # ---------------------------------------------------------------- rows

@@ -122,7 +122,7 @@ def lower_winograd_output(c: Compiler, i: int, node: Node) -> Value:
             r = _dense(c, i, r)
         places["r"] = r
         reads.append(r)
-    out = c.new_buffer("f32", node.type.shape, c.label(i))
+    out = c.placed(i) or c.new_buffer("f32", node.type.shape, c.label(i))  # a concat's block
     places["y"] = out
     del size
 
@@ -172,7 +172,7 @@ def lower_winograd_conv(c: Compiler, i: int, node: Node) -> Value:
                 v = v.broadcast_to(node.type.shape)
             places[name] = _dense(c, i, v)
             reads.append(places[name])
-    out = c.new_buffer("f32", node.type.shape, c.label(i))
+    out = c.placed(i) or c.new_buffer("f32", node.type.shape, c.label(i))  # a concat's block
     places["y"] = out
 
     def instrs():

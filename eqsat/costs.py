@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from eqsat.attention_plan import attention_cost
 from eqsat.body_ops import body_ops
+from eqsat.concat_placement import Placement, concat_regions
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import broadcast_strides, nocopy_reshape, row_major
 from eqsat.ir.types import DType, TensorType
@@ -790,6 +791,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     live = graph.live()
     prepared = prepared_nodes(graph)
     classes = graph_value_classes(graph)
+    placement = concat_regions(graph)
     cycles = dram = kernels = infeasible = 0
     users = graph.users()
     for i, node in graph:
@@ -817,7 +819,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
                         dram + copy.dram_bytes,
                         kernels + 1,
                     )
-        cost = graph_op_cost(graph, i, hw)
+        cost = graph_op_cost(graph, i, hw, placement)
         if cost is None:
             continue
         runtime = [classes[j] == RUNTIME for j in node.inputs]
@@ -828,11 +830,21 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     return ProgramCost(cycles, dram, kernels, infeasible)
 
 
-def graph_op_cost(graph, i: int, hw: Hardware) -> KernelCost | None:
+def graph_op_cost(
+    graph, i: int, hw: Hardware, placement: Placement | None = None
+) -> KernelCost | None:
     """op_cost of node i, with what the graph tells of how its operand is stored: a
-    reduction of a window kernel's channels-last result runs across its rows."""
+    reduction of a window kernel's channels-last result runs across its rows; a concat
+    copies only the parts no producer wrote into its buffer (`placement`:
+    eqsat.concat_placement.concat_regions of the graph; None when nothing is left)."""
     node = graph.nodes[i]
     in_types = [graph.nodes[j].type for j in node.inputs]
+    if node.op == "concat" and node.type.rank:
+        placement = concat_regions(graph) if placement is None else placement
+        copied = placement.copied_parts(graph, i)
+        if not copied:
+            return None
+        in_types = [in_types[k] for k in copied]
     if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0]):
         return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
     return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
