@@ -21,7 +21,7 @@ from eqsat.attention_plan import attention_cost
 from eqsat.body_ops import body_ops
 from eqsat.concat_placement import Placement, concat_regions
 from eqsat.custom_instr.price import instruction_cost
-from eqsat.ir.strides import broadcast_strides, nocopy_reshape, row_major
+from eqsat.ir.strides import Strides, broadcast_strides, nocopy_reshape, row_major
 from eqsat.ir.types import DType, TensorType
 from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
@@ -55,8 +55,14 @@ from eqsat.spatial_plan import (
 )
 from eqsat.tiling import fitting_search_cost, node_tile, tile_sram_bytes, tiled_cost
 from eqsat.vector_passes import LANE_OPS, lane_ops, vector_passes
-from eqsat.weights import RUNTIME, graph_value_classes, prepared_nodes, stored_transposed
-from eqsat.window_plan import stores_channels_last, window_cost
+from eqsat.weights import (
+    RUNTIME,
+    VIEW_OPS,
+    graph_value_classes,
+    prepared_nodes,
+    stored_transposed,
+)
+from eqsat.window_plan import is_window_op, stores_channels_last, window_cost
 from eqsat.winograd_cost import WINOGRAD_OPS, winograd_cost
 from hwsim import timing
 from hwsim.costmodel import KernelCost, KernelWork, kernel_cycles
@@ -311,12 +317,14 @@ def _streamed_cost(
     in_types: Sequence[TensorType],
     out: TensorType,
     attrs: Mapping[str, AttrValue],
+    stored: Sequence[Strides | None] = (),
 ) -> KernelCost | None:
     """An elementwise op whose instructions are known (stream_ops) as the backend's
     streaming kernel runs it (eqsat/spatial_plan.py stream_plan: its tiles, the
     broadcast operands it loads with every tile, each step through the simulator's
     queues); None for other ops. f32 only, but for the comparisons, logic and selects
-    (one ALU pass whatever the dtype: bool masks, their operands)."""
+    (one ALU pass whatever the dtype: bool masks, their operands). `stored`: per
+    operand, the strides it is laid out with where not row-major (a view)."""
     if op_name == "requantize_ch" and out.rank:  # per-channel instructions (spatial_plan)
         return kernel_cost(hw, [requantize_ch_stream(in_types, out, attrs)])
     if out.rank and any(t.dtype.value != "f32" for t in (*in_types, out)):
@@ -342,14 +350,29 @@ def _streamed_cost(
         return None
     # a scalar operand is taken to be a constant the backend folds into the instruction
     # as an immediate (`binary.mul ..., 0.35`): no leaf of its own
-    arrays = [t for t in in_types if t.numel > 1]
+    arrays = [k for k, t in enumerate(in_types) if t.numel > 1]
     if not arrays or (len(arrays) < len(in_types) and op_name not in BINARY_IMMEDIATE):
         return None
-    leaves = tuple((broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in arrays)
+    layout = list(stored) + [None] * (len(in_types) - len(stored))
+    leaves = tuple(
+        (_leaf_strides(in_types[k].shape, out.shape, layout[k]), in_types[k].dtype.itemsize)
+        for k in arrays
+    )
     stream = Stream(
         out.shape, row_major(out.shape), out.dtype.itemsize, leaves, ops, _off_spine(op_name)
     )
     return kernel_cost(hw, [stream])
+
+
+def _leaf_strides(shape: tuple[int, ...], out: tuple[int, ...], stored: Strides | None) -> Strides:
+    """An operand's strides over the output it is broadcast to (row-major unless
+    `stored` lays it out otherwise)."""
+    if stored is None:
+        return broadcast_strides(shape, out)
+    lead = len(out) - len(shape)
+    return (0,) * lead + tuple(
+        0 if d == 1 and o != 1 else st for d, o, st in zip(shape, out[lead:], stored, strict=True)
+    )
 
 
 # Ops of one ALU pass on any dtype (eqsat/vector_passes.py LANE_OPS).
@@ -791,7 +814,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     live = graph.live()
     prepared = prepared_nodes(graph)
     classes = graph_value_classes(graph)
-    placement = concat_regions(graph)
+    facts = GraphFacts.of(graph)
     cycles = dram = kernels = infeasible = 0
     users = graph.users()
     for i, node in graph:
@@ -819,7 +842,7 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
                         dram + copy.dram_bytes,
                         kernels + 1,
                     )
-        cost = graph_op_cost(graph, i, hw, placement)
+        cost = graph_op_cost(graph, i, hw, facts)
         if cost is None:
             continue
         runtime = [classes[j] == RUNTIME for j in node.inputs]
@@ -830,24 +853,150 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     return ProgramCost(cycles, dram, kernels, infeasible)
 
 
+@dataclass(frozen=True)
+class GraphFacts:
+    """What pricing a node of a program needs of the whole graph (computed once)."""
+
+    users: list[list[int]]
+    live: list[bool]
+    placement: Placement
+    outputs: frozenset[int]
+
+    @staticmethod
+    def of(graph) -> GraphFacts:
+        outputs = frozenset(i for _, i in graph.outputs)
+        return GraphFacts(graph.users(), graph.live(), concat_regions(graph), outputs)
+
+    def readers(self, i: int) -> list[int]:
+        return [u for u in self.users[i] if self.live[u]]
+
+
 def graph_op_cost(
-    graph, i: int, hw: Hardware, placement: Placement | None = None
+    graph, i: int, hw: Hardware, facts: GraphFacts | None = None
 ) -> KernelCost | None:
-    """op_cost of node i, with what the graph tells of how its operand is stored: a
-    reduction of a window kernel's channels-last result runs across its rows; a concat
-    copies only the parts no producer wrote into its buffer (`placement`:
-    eqsat.concat_placement.concat_regions of the graph; None when nothing is left)."""
+    """op_cost of node i, with what the graph tells of how its operands are stored and
+    read (None: no kernel runs for it):
+    - a reduction of a channels-last value (a window kernel's result, or an NCHW view
+      of an NHWC tensor) runs across its rows; a pooling or depthwise convolution
+      reading one preps the padded image by a strided walk (no direct read);
+    - a transpose that only such window kernels read is their view (no kernel); one a
+      row kernel (a norm, softmax) reads across its last axis is copied for it;
+    - a concat copies only the parts no producer wrote into its buffer
+      (eqsat/concat_placement.py);
+    - a graph output a window kernel stores channels-last is copied out row-major."""
+    facts = GraphFacts.of(graph) if facts is None else facts
+    cost = _node_cost(graph, i, hw, facts)
+    if cost is None or i not in facts.outputs or not _channels_last(graph, i, facts, views=False):
+        return cost
+    node = graph.nodes[i]
+    return add_costs([cost, _view_copy_cost(hw, node.type, _stored(graph, i, facts))])
+
+
+def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | None:
     node = graph.nodes[i]
     in_types = [graph.nodes[j].type for j in node.inputs]
     if node.op == "concat" and node.type.rank:
-        placement = concat_regions(graph) if placement is None else placement
-        copied = placement.copied_parts(graph, i)
+        copied = facts.placement.copied_parts(graph, i)
         if not copied:
             return None
         in_types = [in_types[k] for k in copied]
-    if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0]):
+    if node.op == "transpose" and not is_free_transpose(node.op, node.attr_dict):
+        readers = [u for u in facts.readers(i) if not _copies_row_operand(graph, u, i, facts)]
+        if not readers:
+            return None  # each reader copies it, in a kernel of its own (priced there)
+        if all(_reads_through(graph, u, i, facts) for u in readers):
+            return None  # read through the view
+    if node.op in ROW_COPIERS and _copies_row_operand(graph, i, node.inputs[0], facts):
+        cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+        view = node.inputs[0]
+        copy = _view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
+        return None if cost is None else add_costs([copy, cost])
+    stored = [] if node.op == "concat" else [_stored(graph, j, facts) for j in node.inputs]
+    if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=False)):
+        layout = [
+            None if st == row_major(t.shape) else st for st, t in zip(stored, in_types, strict=True)
+        ]
+        streamed = _streamed_cost(hw, node.op, in_types, node.type, node.attr_dict, layout)
+        if streamed is not None:  # an elementwise kernel streams views as they lie
+            return streamed
+    if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0], facts, views=False):
         return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
-    return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    if not node.inputs or not _channels_last(graph, node.inputs[0], facts):
+        return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    planned = window_cost(hw, node.op, in_types, node.type, node.attr_dict, True)
+    if planned is None:
+        return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    if not planned.feasible:
+        return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
+    return planned
+
+
+def _view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelCost:
+    """A dense copy of a view laid out by `strides` (backend Compiler.materialize: one
+    streaming copy kernel walking it in its order)."""
+    isz = view.dtype.itemsize
+    stream = Stream(view.shape, row_major(view.shape), isz, ((strides, isz),), ("copy",))
+    return kernel_cost(hw, [stream])
+
+
+def _stored(graph, j: int, facts: GraphFacts) -> Strides:
+    """The strides value j is read with: row-major, channels-last for a window
+    kernel's result, a transpose's operand's permuted (unless backend/layouts.py
+    stores that operand already transposed: a weight, or an elementwise result, that
+    every reader transposes alike)."""
+    node = graph.nodes[j]
+    if node.op == "transpose":
+        k = node.inputs[0]
+        if _transposed_alike(graph, k, facts) and (
+            graph.nodes[k].op in ("param", "literal")
+            or graph.nodes[k].opdef.kind in (OpKind.ELEMENTWISE, OpKind.QUANT)
+        ):
+            return row_major(node.type.shape)
+        inner = _stored(graph, k, facts)
+        return tuple(inner[p] for p in node.attr("perm"))  # type: ignore[union-attr]
+    if _channels_last(graph, j, facts, views=False):
+        _, c, h, w = node.type.shape
+        return (h * w * c, 1, w * c, c)
+    return row_major(node.type.shape)
+
+
+def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
+    """Does every reader of k transpose it the same way?"""
+    perms = {
+        tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
+        for u in facts.readers(k)
+    }
+    return len(perms) == 1 and None not in perms
+
+
+# Row kernels that copy an operand whose last axis is not contiguous before reading it
+ROW_COPIERS = frozenset({"layernorm", "rmsnorm"})
+
+
+def _copies_row_operand(graph, u: int, j: int, facts: GraphFacts) -> bool:
+    """Does row kernel u copy its operand j first, a transpose whose last axis is not
+    contiguous as stored (backend/operands.py row_operand)?"""
+    node, view = graph.nodes[u], graph.nodes[j]
+    if node.op not in ROW_COPIERS or node.inputs[:1] != (j,) or view.op != "transpose":
+        return False
+    return bool(view.type.rank) and view.type.shape[-1] > 1 and _stored(graph, j, facts)[-1] != 1
+
+
+def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
+    """Does node u read the transposed view j where it lies, at no cost beyond its
+    own price: an elementwise kernel (it streams any strides), or a pooling or
+    depthwise convolution reading a channels-last view as its image (its prep walks
+    it: priced by graph_op_cost)?"""
+    node = graph.nodes[u]
+    in_types = [graph.nodes[k].type for k in node.inputs]
+    if node.opdef.kind is OpKind.ELEMENTWISE or (
+        node.opdef.kind is OpKind.FUSED
+        and stream_ops(node.op, in_types, node.type, node.attr_dict) is not None
+    ):
+        return True
+    if node.inputs[:1] != (j,) or j in node.inputs[1:]:
+        return False
+    return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
 
 
 def _read_alike(graph, j: int, users, live, prepared) -> bool:
@@ -864,13 +1013,33 @@ def _read_alike(graph, j: int, users, live, prepared) -> bool:
     return len(perms) == 1 and None not in perms
 
 
-def _channels_last(graph, j: int) -> bool:
-    """Is value j a window kernel's result stored channels-last?"""
+def _channels_last(graph, j: int, facts: GraphFacts, views: bool = True) -> bool:
+    """Is value j, [N, C, H, W], stored channels-last: a window kernel's result, or
+    (`views`) the NCHW view (transpose [0, 3, 1, 2]) of a row-major [N, H, W, C]
+    kernel result?"""
     node = graph.nodes[j]
     if node.is_leaf or node.type.rank != 4:
         return False
+    if node.op == "transpose":
+        if not views:
+            return False
+        if tuple(node.attr("perm")) != (0, 3, 1, 2):  # type: ignore[arg-type]
+            return False
+        return _stored_as_written(graph, node.inputs[0], facts)
     in_types = [graph.nodes[k].type for k in node.inputs]
     return stores_channels_last(node.op, in_types, node.type, node.attr_dict)
+
+
+def _stored_as_written(graph, k: int, facts: GraphFacts) -> bool:
+    """Is value k a kernel's row-major result (not a view, not a weight the host may
+    store in any order, not an elementwise result every reader transposes alike,
+    which backend/layouts.py stores transposed)?"""
+    node = graph.nodes[k]
+    if node.is_leaf or node.op in VIEW_OPS or _channels_last(graph, k, facts):
+        return False
+    if node.opdef.kind not in (OpKind.ELEMENTWISE, OpKind.QUANT):
+        return True
+    return not _transposed_alike(graph, k, facts)
 
 
 def channels_last_reduce_cost(

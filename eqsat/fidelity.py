@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqsat.costs import graph_op_cost, program_cost, zero_point_sums_cost
+from eqsat.costs import GraphFacts, graph_op_cost, program_cost, zero_point_sums_cost
 from eqsat.ir.graph import Graph
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import contraction_of
@@ -110,10 +110,11 @@ def measure_program(
             simulated[k.node] += spans[k.name]
     rows = []
     classes = graph_value_classes(graph)
+    facts = GraphFacts.of(graph)
     for i, cycles in sorted(simulated.items()):
         node = graph.nodes[i]
         in_types = [graph.nodes[j].type for j in node.inputs]
-        cost = graph_op_cost(graph, i, hw)
+        cost = graph_op_cost(graph, i, hw, facts)
         if cost is None:
             continue
         runtime = [classes[j] == RUNTIME for j in node.inputs]  # its zero-point sums too

@@ -825,9 +825,10 @@ def nhwc_prep(
     top_left: tuple[int, int],
     rows_cols: tuple[int, int],
     groups: int = 1,
+    x_strides: Strides | None = None,
 ) -> list[Stream]:
-    """The streams of conv_prep.nhwc_image: the interior through a transposed walk,
-    then each border region filled."""
+    """The streams of conv_prep.nhwc_image: the interior through a transposed walk
+    (of x row-major, or as `x_strides` lay it out), then each border region filled."""
     n, ch, h, wd = x
     (top, left), (rows, cols) = top_left, rows_cols
     cg = ch // groups
@@ -835,7 +836,7 @@ def nhwc_prep(
     img, row = rows * cols * cg, cols * cg
     streams = []
     if hh and ww:
-        src = row_major(x)
+        src = row_major(x) if x_strides is None else x_strides
         if groups == 1:
             shape, out, leaf = (n, ch, hh, ww), (img, 1, row, cg), src
         else:
@@ -1117,10 +1118,16 @@ def planned_cost(
     return None  # pooling and depthwise convolution: eqsat/window_plan.py
 
 
-def window_prep_cost(hw: Hardware, x: TensorType, g: Window2d, fill: bool) -> KernelCost:
+def window_prep_cost(
+    hw: Hardware, x: TensorType, g: Window2d, fill: bool, x_channels_last: bool = False
+) -> KernelCost:
     """The prep of a window kernel in the nhwc layout: the padded image its windows
-    read (`fill`: not zeros, max pooling's)."""
+    read (`fill`: not zeros, max pooling's), from x row-major or stored channels-last."""
     pads, rows_cols = (g.pads[0], g.pads[1]), (g.rows, g.cols)
+    if x_channels_last and x.shape[3] > 1:  # no row-block loop: the streams
+        _, c, h, w = x.shape
+        src = (h * w * c, 1, w * c, c)
+        return kernel_cost(hw, nhwc_prep(x.shape, x.dtype.itemsize, pads, rows_cols, 1, src))
     return image_prep_cost(hw, x.shape, x.dtype.itemsize, pads, rows_cols, 1, fill)
 
 

@@ -454,11 +454,15 @@ def window_cost(
     in_types: Sequence[TensorType],
     out: TensorType,
     attrs: Mapping[str, object],
+    x_channels_last: bool = False,
 ) -> KernelCost | None:
     """The cost of pooling and depthwise convolution (fused or not; None for other
     ops): each kernel the backend emits for it (prep, counts, main), priced
-    instruction by instruction. Inputs are taken to be row-major in DRAM."""
-    kernels = window_kernels(hw, op_name, in_types, out, attrs)
+    instruction by instruction. x is row-major in DRAM, or with `x_channels_last`
+    another window kernel's channels-last result: its channel planes are then not
+    rows (backend/window_block.py row_planes), so the block kernel reads the padded
+    image a prep kernel copies it into (no transpose there, a strided walk)."""
+    kernels = window_kernels(hw, op_name, in_types, out, attrs, x_channels_last)
     return None if kernels is None else kernels.cost(hw)
 
 
@@ -475,6 +479,13 @@ def stores_channels_last(
         return False
     x, w, cattrs = conv
     return window_layout(conv_window(x, w, cattrs), w.shape[0] // x.shape[1]) == NHWC
+
+
+def is_window_op(op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object]) -> bool:
+    """Is this a pooling or a depthwise convolution (fused or not): a window kernel?"""
+    return (
+        op_name in ("max_pool2d", "avg_pool2d") or _depthwise(op_name, in_types, attrs) is not None
+    )
 
 
 def _depthwise(op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object]):
@@ -494,10 +505,11 @@ def window_kernels(
     in_types: Sequence[TensorType],
     out: TensorType,
     attrs: Mapping[str, object],
+    x_channels_last: bool = False,
 ) -> WindowKernels | None:
     """The kernels of a pooling or depthwise convolution (None for other ops)."""
     if op_name in ("max_pool2d", "avg_pool2d"):
-        return _pool_kernels(hw, op_name, in_types[0], out, attrs)
+        return _pool_kernels(hw, op_name, in_types[0], out, attrs, x_channels_last)
     conv = _depthwise(op_name, in_types, attrs)
     if conv is None:
         return None
@@ -507,7 +519,10 @@ def window_kernels(
     ops, extra = _epilogue(op, in_types, out, attrs)
     za = int(cattrs.get("a_zero", 0))  # type: ignore[call-overload]
     mult = w.shape[0] // x.shape[1]
-    prep = (window_prep_cost(hw, x, g, za != 0),) if window_layout(g, mult) == NHWC else ()
+    direct = not x_channels_last
+    prep = ()
+    if window_layout(g, mult) == NHWC:
+        prep = (window_prep_cost(hw, x, g, za != 0, x_channels_last),)
     out_isz = out.dtype.itemsize
     after = None
     if ops and mult > 1 and contraction_of(op_name) == "qconv2d":
@@ -527,7 +542,7 @@ def window_kernels(
         extra = (((0, 1, 0, 0), 4), *extra)
     to_float = not x.dtype.is_float and out.dtype.is_float
     inter = model_inter(block_ops, out_isz, to_float)
-    bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter, True, za != 0)
+    bw = block_window(x, g, "dw", out_isz, mult, extra, bool(block_ops), inter, direct, za != 0)
     if bw is not None and block_tiling(hw, bw) != (0, 0):
         ops = tuple(shift_requant_ch(o, 1) for o in block_ops)
         return WindowKernels(() if bw.direct else prep, bw, ops, after=after)
@@ -548,7 +563,9 @@ def pool_epilogue(g: Window2d, kind: str, include_pad: bool, is_float: bool):
     return ops, (((0, 0, g.out_hw[1], 1), 4),)
 
 
-def _pool_kernels(hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs):
+def _pool_kernels(
+    hw: Hardware, op_name: str, x: TensorType, out: TensorType, attrs, x_channels_last: bool
+):
     g = window2d(op_name, x, attrs)
     kind = "max" if op_name == "max_pool2d" else "avg"
     include_pad = bool(attrs.get("count_include_pad"))
@@ -557,11 +574,14 @@ def _pool_kernels(hw: Hardware, op_name: str, x: TensorType, out: TensorType, at
     if kind == "avg" and g.counts(include_pad).min() != g.counts(include_pad).max():
         stream_kind = "avg_map"
         count.append(kernel_cost(hw, count_streams(g, include_pad)))
-    prep = [window_prep_cost(hw, x, g, kind == "max")] if window_layout(g) == NHWC else []
+    direct = not x_channels_last
+    prep = []
+    if window_layout(g) == NHWC:
+        prep = [window_prep_cost(hw, x, g, kind == "max", x_channels_last)]
     ops, extra = pool_epilogue(g, kind, include_pad, x.dtype.is_float)
     inter = model_inter(ops, out.dtype.itemsize, False)
     fill = kind == "max"
-    bw = block_window(x, g, kind, out.dtype.itemsize, 1, extra, kind == "avg", inter, True, fill)
+    bw = block_window(x, g, kind, out.dtype.itemsize, 1, extra, kind == "avg", inter, direct, fill)
     if bw is not None and block_tiling(hw, bw) != (0, 0):
         return WindowKernels(tuple(count if bw.direct else prep + count), bw, ops)
     before = prep + count
