@@ -925,7 +925,8 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
     planned = window_cost(hw, node.op, in_types, node.type, node.attr_dict, True)
     if planned is None:
-        return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+        turned = _pointwise_on_channels_last(hw, node.op, in_types, node.type, node.attr_dict)
+        return turned or op_cost(hw, node.op, in_types, node.type, node.attr_dict)
     if not planned.feasible:
         return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
     return planned
@@ -967,6 +968,21 @@ def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
         for u in facts.readers(k)
     }
     return len(perms) == 1 and None not in perms
+
+
+def _pointwise_on_channels_last(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs
+) -> KernelCost | None:
+    """A pointwise convolution run as weights @ x (backend/conv_pointwise.py) whose x
+    is stored channels-last: x's [C, HW] is a transposed view, its B tiles loaded as
+    [HW, C] blocks and turned on chip (None for other convolutions and forms)."""
+    work = kernel_work(op_name, in_types, out, attrs)
+    if work is None or work.kind != "conv" or int(attrs.get("groups", 1)) > 1:  # type: ignore[call-overload]
+        return None
+    if conv_form(hw, op_name, in_types, out, attrs) != "matmul":
+        return None
+    mm_work = replace(conv_gemm_work(op_name, in_types, attrs, work), b_transposed=True)
+    return _gemm_cost(hw, op_name, in_types, out, attrs, mm_work)
 
 
 # Row kernels that copy an operand whose last axis is not contiguous before reading it

@@ -299,7 +299,9 @@ def test_a_reshape_of_a_view_is_priced_as_the_backend_runs_it(tmp_path, text, pr
 
 # A window kernel stores its result channels-last; a second one reading it cannot read
 # x's channel planes directly and preps the padded image by a strided walk (GoogLeNet's
-# stacked max pools: 40-75% low when priced as a direct read). ConvNeXt's block reads
+# stacked max pools: 40-75% low when priced as a direct read), and a pointwise
+# convolution run as weights @ x turns x's tiles on chip (GoogLeNet's pool branches,
+# MobileNetV2's projections: 10-14% low). ConvNeXt's block reads
 # the NCHW view of a layernorm's [N, H, W, C] rows the same way, and its layernorm
 # copies the transposed view of a convolution's NCHW result first (priced on the
 # transpose before, 46% low on the norm, and the view the depthwise convolution reads
@@ -307,10 +309,13 @@ def test_a_reshape_of_a_view_is_priced_as_the_backend_runs_it(tmp_path, text, pr
 STACKED_POOLS = """
 model pools {
   input x: f32[1, 48, 12, 12]
+  param w: f32[16, 48, 1, 1]
   a = max_pool2d(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1, 1, 1])
   b = max_pool2d(a, kernel=[3, 3], stride=[1, 1], padding=[1, 1, 1, 1])
   c = avg_pool2d(b, kernel=[3, 3], stride=[1, 1], padding=[1, 1, 1, 1])
+  d = relu(conv2d(b, w))
   output c
+  output d
 }
 """
 
