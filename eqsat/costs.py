@@ -30,6 +30,7 @@ from eqsat.ops.chain import CHAINS
 from eqsat.ops.fused import BodyNode, body_nodes
 from eqsat.ops.quant_ort import ROW_QUANT_OPS, row_quant_steps
 from eqsat.ops.reduce import reduced_axes
+from eqsat.ops.winograd import CONV_EPILOGUES
 from eqsat.row_plan import (
     PARAMS,
     ROW_KINDS,
@@ -923,9 +924,12 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
     if not node.inputs or not _channels_last(graph, node.inputs[0], facts):
         return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    if node.op == "winograd_input" or node.op in CONV_EPILOGUES:  # Winograd reading x
+        attrs = node.attr_dict
+        return winograd_cost(hw, node.op, in_types, node.type, attrs, UNRUNNABLE_CYCLES, True)
     planned = window_cost(hw, node.op, in_types, node.type, node.attr_dict, True)
     if planned is None:
-        turned = _pointwise_on_channels_last(hw, node.op, in_types, node.type, node.attr_dict)
+        turned = _conv_on_channels_last(hw, node.op, in_types, node.type, node.attr_dict)
         return turned or op_cost(hw, node.op, in_types, node.type, node.attr_dict)
     if not planned.feasible:
         return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
@@ -970,19 +974,27 @@ def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
     return len(perms) == 1 and None not in perms
 
 
-def _pointwise_on_channels_last(
+def _conv_on_channels_last(
     hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs
 ) -> KernelCost | None:
-    """A pointwise convolution run as weights @ x (backend/conv_pointwise.py) whose x
-    is stored channels-last: x's [C, HW] is a transposed view, its B tiles loaded as
-    [HW, C] blocks and turned on chip (None for other convolutions and forms)."""
+    """An ungrouped convolution whose x is stored channels-last, in the form the
+    backend runs it (conv_form): as weights @ x, x's [C, HW] is a transposed view whose
+    B tiles are loaded as [HW, C] blocks and turned on chip; in the other forms the
+    prep copies x into the padded image by a strided walk (None for other ops)."""
     work = kernel_work(op_name, in_types, out, attrs)
     if work is None or work.kind != "conv" or int(attrs.get("groups", 1)) > 1:  # type: ignore[call-overload]
         return None
-    if conv_form(hw, op_name, in_types, out, attrs) != "matmul":
-        return None
-    mm_work = replace(conv_gemm_work(op_name, in_types, attrs, work), b_transposed=True)
-    return _gemm_cost(hw, op_name, in_types, out, attrs, mm_work)
+    form = conv_form(hw, op_name, in_types, out, attrs)
+    if form == "matmul":
+        mm_work = replace(conv_gemm_work(op_name, in_types, attrs, work), b_transposed=True)
+        return _gemm_cost(hw, op_name, in_types, out, attrs, mm_work)
+    prep = conv_prep_cost(hw, op_name, in_types, attrs, x_channels_last=True)
+    if form == "transposed":
+        t_work = conv_transposed_work(op_name, in_types, out, attrs, work)
+        gemm = _gemm_cost(hw, op_name, in_types, out, attrs, t_work, transposed_b=True)  # type: ignore[arg-type]
+    else:
+        gemm = _gemm_cost(hw, op_name, in_types, out, attrs, work)
+    return gemm if prep is None else add_costs([gemm, prep])
 
 
 # Row kernels that copy an operand whose last axis is not contiguous before reading it

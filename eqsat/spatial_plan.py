@@ -1190,18 +1190,40 @@ def group_share(work: KernelWork, groups: int) -> KernelWork:
     )
 
 
-def grouped_prep_cost(hw: Hardware, x: TensorType, attrs: Mapping[str, object]) -> KernelCost:
+def grouped_prep_cost(
+    hw: Hardware, x: TensorType, attrs: Mapping[str, object], x_channels_last: bool = False
+) -> KernelCost:
     """The prep kernel of a convolution's GEMMs (backend/conv_prep.py conv_inputs): the
-    padded NHWC image, group-major with groups (a qconv2d's padded with its a_zero)."""
+    padded NHWC image, group-major with groups (a qconv2d's padded with its a_zero),
+    from x row-major or (`x_channels_last`, ungrouped) stored channels-last: then no
+    row-block loop, a strided copy into the interior and the borders filled."""
     ph, pw = attrs["padding"]  # type: ignore[misc]
     h, w = x.shape[2] + 2 * ph, x.shape[3] + 2 * pw
     groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
     fill = int(attrs.get("a_zero", 0)) != 0  # type: ignore[call-overload]
+    if x_channels_last and groups == 1 and x.shape[3] > 1:
+        _, c, xh, xw = x.shape
+        nhwc = (xh * xw * c, 1, xw * c, c)
+        streams = nhwc_prep(x.shape, x.dtype.itemsize, (ph, pw), (h, w), 1, nhwc)
+        return kernel_cost(hw, streams)
     return image_prep_cost(hw, x.shape, x.dtype.itemsize, (ph, pw), (h, w), groups, fill)
 
 
+def channels_last_copy_cost(hw: Hardware, x: TensorType) -> KernelCost:
+    """A row-major copy of [N, C, H, W] x stored channels-last (backend Compiler
+    materialize: one streaming copy kernel walking x's NHWC layout)."""
+    _, c, h, w = x.shape
+    nhwc = (h * w * c, 1, w * c, c)
+    isz = x.dtype.itemsize
+    return kernel_cost(hw, [Stream(x.shape, row_major(x.shape), isz, ((nhwc, isz),), ("copy",))])
+
+
 def conv_prep_cost(
-    hw: Hardware, op_name: str, in_types: Sequence[TensorType], attrs: Mapping[str, object]
+    hw: Hardware,
+    op_name: str,
+    in_types: Sequence[TensorType],
+    attrs: Mapping[str, object],
+    x_channels_last: bool = False,
 ) -> KernelCost | None:
     """The prep kernel in front of the implicit GEMM of a conv2d or qconv2d (fused or
     not): None for other ops and for depthwise convolutions (window kernels)."""
@@ -1211,4 +1233,4 @@ def conv_prep_cost(
     x, w, cattrs = conv
     if is_depthwise(x, w, cattrs):
         return None
-    return grouped_prep_cost(hw, x, cattrs)
+    return grouped_prep_cost(hw, x, cattrs, x_channels_last)
