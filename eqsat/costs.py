@@ -427,19 +427,25 @@ def stream_ops(
 
 
 def _concat_cost(
-    hw: Hardware, in_types: Sequence[TensorType], out: TensorType, attrs
+    hw: Hardware,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    attrs,
+    stored: Sequence[Strides] | None = None,
 ) -> KernelCost:
     """A concat as backend/lowering.py lower_concat emits it: one kernel copying each
     input into its slice of the output, a streaming pass per piece, fenced one after
-    another (a one-element piece, a constant the backend folds, as a fill)."""
+    another (a one-element piece, a constant the backend folds, as a fill). `stored`:
+    each input's strides as it lies (row-major when None)."""
     axis = int(attrs["axis"]) % out.rank  # type: ignore[call-overload]
     strides = row_major(out.shape)
     isz = out.dtype.itemsize
+    layouts = stored or [row_major(t.shape) for t in in_types]
     streams = [
         fill_stream(t.shape, strides, isz)
         if t.numel == 1
-        else Stream(t.shape, strides, isz, ((row_major(t.shape), t.dtype.itemsize),), ("copy",))
-        for t in in_types
+        else Stream(t.shape, strides, isz, ((st, t.dtype.itemsize),), ("copy",))
+        for t, st in zip(in_types, layouts, strict=True)
         if t.shape[axis]
     ]
     return kernel_cost(hw, streams)
@@ -900,7 +906,10 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         copied = facts.placement.copied_parts(graph, i)
         if not copied:
             return None
-        in_types = [in_types[k] for k in copied]
+        parts = [(in_types[k], _stored(graph, node.inputs[k], facts)) for k in copied]
+        return _concat_cost(
+            hw, [t for t, _ in parts], node.type, node.attr_dict, [st for _, st in parts]
+        )
     if node.op == "transpose" and not is_free_transpose(node.op, node.attr_dict):
         readers = [u for u in facts.readers(i) if not _copies_row_operand(graph, u, i, facts)]
         if not readers:
@@ -946,9 +955,9 @@ def _view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelC
 
 def _stored(graph, j: int, facts: GraphFacts) -> Strides:
     """The strides value j is read with: row-major, channels-last for a window
-    kernel's result, a transpose's operand's permuted (unless backend/layouts.py
-    stores that operand already transposed: a weight, or an elementwise result, that
-    every reader transposes alike)."""
+    kernel's result, a slice's operand's, a transpose's operand's permuted (unless
+    backend/layouts.py stores that operand already transposed: a weight, or an
+    elementwise result, that every reader transposes alike)."""
     node = graph.nodes[j]
     if node.op == "transpose":
         k = node.inputs[0]
@@ -959,6 +968,8 @@ def _stored(graph, j: int, facts: GraphFacts) -> Strides:
             return row_major(node.type.shape)
         inner = _stored(graph, k, facts)
         return tuple(inner[p] for p in node.attr("perm"))  # type: ignore[union-attr]
+    if node.op == "slice":  # a view: the same strides, from another offset
+        return _stored(graph, node.inputs[0], facts)
     if _channels_last(graph, j, facts, views=False):
         _, c, h, w = node.type.shape
         return (h * w * c, 1, w * c, c)
