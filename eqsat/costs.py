@@ -955,7 +955,8 @@ def _view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelC
 
 def _stored(graph, j: int, facts: GraphFacts) -> Strides:
     """The strides value j is read with: row-major, channels-last for a window
-    kernel's result, a slice's operand's, a transpose's operand's permuted (unless
+    kernel's result, a slice's operand's, a reshape's where it is a view, a
+    transpose's operand's permuted (unless
     backend/layouts.py stores that operand already transposed: a weight, or an
     elementwise result, that every reader transposes alike)."""
     node = graph.nodes[j]
@@ -970,6 +971,12 @@ def _stored(graph, j: int, facts: GraphFacts) -> Strides:
         return tuple(inner[p] for p in node.attr("perm"))  # type: ignore[union-attr]
     if node.op == "slice":  # a view: the same strides, from another offset
         return _stored(graph, node.inputs[0], facts)
+    if node.op == "reshape":  # a view where the strides allow it, else a row-major copy
+        operand = graph.nodes[node.inputs[0]].type.shape
+        inner = _stored(graph, node.inputs[0], facts)
+        if inner != row_major(operand):
+            viewed = nocopy_reshape(operand, inner, node.type.shape)
+            return row_major(node.type.shape) if viewed is None else viewed
     if _channels_last(graph, j, facts, views=False):
         _, c, h, w = node.type.shape
         return (h * w * c, 1, w * c, c)
