@@ -352,7 +352,7 @@ def _streamed_cost(
     # a scalar operand is taken to be a constant the backend folds into the instruction
     # as an immediate (`binary.mul ..., 0.35`): no leaf of its own
     arrays = [k for k, t in enumerate(in_types) if t.numel > 1]
-    if not arrays or (len(arrays) < len(in_types) and op_name not in BINARY_IMMEDIATE):
+    if not arrays or (len(arrays) < len(in_types) and not _folds_scalars(op_name, ops)):
         return None
     layout = list(stored) + [None] * (len(in_types) - len(stored))
     leaves = tuple(
@@ -374,6 +374,24 @@ def _leaf_strides(shape: tuple[int, ...], out: tuple[int, ...], stored: Strides 
     return (0,) * lead + tuple(
         0 if d == 1 and o != 1 else st for d, o, st in zip(shape, out[lead:], stored, strict=True)
     )
+
+
+def _folds_scalars(op_name: str, ops: Sequence[str]) -> bool:
+    """Does the kernel take its scalar operands as instruction immediates: a binary op
+    that takes one, or a fused elementwise op whose body's binary instructions all do
+    (`mul_add(x, 0.35, b)`: the scale is the multiply's immediate)?"""
+    if op_name in BINARY_IMMEDIATE:
+        return True
+    if REGISTRY[op_name].kind is not OpKind.FUSED:
+        return False
+    return all(op in _IMMEDIATE_INSTRUCTIONS or op in _UNARY_INSTRUCTIONS for op in ops)
+
+
+# Vector instructions taking a scalar operand as an immediate, and one-operand ones
+_IMMEDIATE_INSTRUCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
+_UNARY_INSTRUCTIONS = frozenset(
+    {"copy", "neg", "abs", "relu", "sigmoid", "tanh", "exp", "sqrt", "rsqrt", "reciprocal"}
+)
 
 
 # Ops of one ALU pass on any dtype (eqsat/vector_passes.py LANE_OPS).
