@@ -40,8 +40,8 @@ from eqsat.bundle import (  # noqa: E402
 )
 from eqsat.bundle.build import padded_bucket  # noqa: E402
 from eqsat.bundle.choose import expected_cycles  # noqa: E402
-from eqsat.costs import program_cost  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
+from eqsat.program_cost import program_cost  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from eqsat.summary import human_bytes  # noqa: E402
 from hwsim.hardware import load_hardware  # noqa: E402

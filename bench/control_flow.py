@@ -32,7 +32,7 @@ from eqsat.control.interpret import run_control  # noqa: E402
 from eqsat.control.load import load_control  # noqa: E402
 from eqsat.control.optimize import optimize_control, region_costs  # noqa: E402
 from eqsat.control.passes import simplify  # noqa: E402
-from eqsat.costs import program_cost  # noqa: E402
+from eqsat.program_cost import program_cost  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from frontend import parse_model  # noqa: E402
 from hwsim.hardware import load_hardware  # noqa: E402

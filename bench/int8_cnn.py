@@ -30,9 +30,9 @@ from quant_accuracy import sources  # noqa: E402
 from eqsat.cli import build_parser  # noqa: E402
 from eqsat.commands.compile import graph_for_target  # noqa: E402
 from eqsat.config import Limits  # noqa: E402
-from eqsat.costs import program_cost  # noqa: E402
 from eqsat.loading import load_model  # noqa: E402
 from eqsat.pipeline import optimize  # noqa: E402
+from eqsat.program_cost import program_cost  # noqa: E402
 from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths  # noqa: E402
 from eqsat.weights import prepared_nodes  # noqa: E402
 from hwsim import load_hardware  # noqa: E402

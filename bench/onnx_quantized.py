@@ -104,7 +104,7 @@ def simulated(path: Path, dims: dict, bindings: dict, hw: str, optimize: bool, l
     cycles, kernels simulated)) of the program; `limit`: seconds the optimizer may
     take (past it, it keeps the input program)."""
     from backend import compile_graph
-    from eqsat.costs import program_cost
+    from eqsat.program_cost import program_cost
     from hwsim import simulate
 
     flags = ["simulate", str(path), "--hw", hw, "-q", "--time-limit", str(limit)]

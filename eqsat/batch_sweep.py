@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from backend import compile_graph
 from eqsat.config import DEFAULT_LIMITS, Limits
-from eqsat.costs import program_cost
 from eqsat.interpreter import random_bindings
 from eqsat.ir.graph import Graph
 from eqsat.pipeline import CompiledRules, optimize
 from eqsat.profile import KernelProfile, profile_run
+from eqsat.program_cost import program_cost
 from eqsat.roofline import model_roofline
 from hwsim import Hardware, simulate
 from hwsim.costmodel import roofline_terms

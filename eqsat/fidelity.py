@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqsat.costs import GraphFacts, graph_op_cost, program_cost, zero_point_sums_cost
+from eqsat.costs import zero_point_sums_cost
 from eqsat.ir.graph import Graph
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import contraction_of
+from eqsat.program_cost import GraphFacts, graph_op_cost, program_cost
 from eqsat.weights import RUNTIME, graph_value_classes
 from hwsim.hardware import Hardware
 

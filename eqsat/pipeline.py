@@ -11,7 +11,6 @@ from egglog.bindings import EGraph as EggGraph
 
 from eqsat.budget import Budget, OutOfTime, deadline_checker, default_memory_limit
 from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
-from eqsat.costs import ProgramCost, program_cost
 from eqsat.custom_instr import instructions_in_use_for
 from eqsat.egraph.encoding import program_prelude
 from eqsat.egraph.extraction import (
@@ -27,6 +26,7 @@ from eqsat.egraph.saturate import SaturationReport, run_commands, saturate
 from eqsat.extract import Extraction
 from eqsat.extract.result import OUT_OF_TIME
 from eqsat.ir.graph import Graph
+from eqsat.program_cost import ProgramCost, program_cost
 from eqsat.rules.predicates import hardware_facts
 from eqsat.tiling import prefer_explicit_tiles
 from hwsim.hardware import Hardware

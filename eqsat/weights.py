@@ -9,7 +9,7 @@ bound params and ONNX Runtime's folding of initializers do. eqsat does the same:
 - such a node is *prepared*: the compiled program takes its value as an input buffer
   (`prep.<name>`) that the host computes from the params when it feeds the program
   (backend/program.py CompiledProgram.feeds), listed in the compiled program;
-- the cost model prices it at nothing per inference (costs.program_cost, extraction's
+- the cost model prices it at nothing per inference (program_cost.program_cost, extraction's
   prices), and the model roofline leaves its work out.
 
 A `literal` (a constant tensor with its data, an ONNX initializer imported as a

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from backend import compile_graph
 from eqsat.concat_placement import concat_regions
-from eqsat.costs import program_cost
 from eqsat.interpreter import evaluate, random_bindings
 from eqsat.pipeline import optimize
+from eqsat.program_cost import program_cost
 from eqsat.weights import prepared_nodes
 from frontend import check_model, parse_model
 from hwsim import load_hardware, simulate

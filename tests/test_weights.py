@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from backend import compile_graph
 from eqsat.cli import main
-from eqsat.costs import op_cost, program_cost
+from eqsat.costs import op_cost
 from eqsat.interpreter import evaluate, random_bindings
+from eqsat.program_cost import program_cost
 from eqsat.weights import (
     CONSTANT,
     RUNTIME,

@@ -25,11 +25,11 @@ from eqsat.blocks.serial import graph_from_json, graph_to_json
 from eqsat.blocks.stitch import stitch
 from eqsat.blocks.together import combine, split
 from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
-from eqsat.costs import program_cost
 from eqsat.egraph.saturate import SATURATED, SaturationReport
 from eqsat.extract import Extraction
 from eqsat.ir.graph import Graph
 from eqsat.pipeline import CompiledRules, OptimizeResult, ProgressFn, optimize, prepare_egraph
+from eqsat.program_cost import program_cost
 from hwsim.hardware import Hardware
 
 

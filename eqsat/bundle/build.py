@@ -21,8 +21,8 @@ from eqsat.bundle.masking import PaddedModel, pad_model
 from eqsat.bundle.ranges import DimRange, check_buckets
 from eqsat.bundle.source import ModelSource, as_stored
 from eqsat.config import DEFAULT_LIMITS, ILP_TIME_LIMIT, Limits
-from eqsat.costs import program_cost
 from eqsat.ir.graph import Graph
+from eqsat.program_cost import program_cost
 from hwsim.hardware import PRESETS, Hardware, load_hardware
 
 Progress = Callable[[str], None]

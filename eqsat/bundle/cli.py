@@ -71,7 +71,7 @@ def _split_dims(args: argparse.Namespace) -> tuple[DimRange, dict[str, int]]:
 def run_compile(args: argparse.Namespace) -> int:
     """`eqsat compile MODEL --dim S=LO..HI ... -o OUT.eqsb`."""
     from eqsat.config import limits_from_args
-    from eqsat.costs import program_cost
+    from eqsat.program_cost import program_cost
     from eqsat.rulesets import DEFAULT_RULES_DIR, compile_rule_paths
 
     dim, fixed = _split_dims(args)

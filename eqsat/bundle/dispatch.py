@@ -21,8 +21,8 @@ from eqsat.bundle.build import Bundle
 from eqsat.bundle.errors import BundleError
 from eqsat.bundle.masking import mask_values, valid_positions
 from eqsat.bundle.ranges import bucket_for
-from eqsat.costs import program_cost
 from eqsat.interpreter import evaluate, random_inputs
+from eqsat.program_cost import program_cost
 
 
 @dataclass

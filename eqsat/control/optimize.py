@@ -16,9 +16,9 @@ from eqsat.config import DEFAULT_LIMITS, Limits
 from eqsat.control.graphs import compile_time_value
 from eqsat.control.passes import PassLog, UnrollChoice, known_value, simplify
 from eqsat.control.program import ControlProgram, IfRegion, LoopRegion, Stage, yield_name
-from eqsat.costs import program_cost
 from eqsat.ir.graph import Graph
 from eqsat.pipeline import CompiledRules, OptimizeResult, optimize, prepare_egraph
+from eqsat.program_cost import program_cost
 from hwsim.hardware import Hardware
 
 

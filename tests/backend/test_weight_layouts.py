@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from backend import compile_graph
-from eqsat.costs import op_cost, program_cost
+from eqsat.costs import op_cost
 from eqsat.interpreter import random_bindings
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.program_cost import program_cost
 from hwsim import load_hardware, simulate
 from tests.backend.helpers import assert_matches, reference
 

@@ -17,7 +17,7 @@ from eqsat.control.check import check_control_model
 from eqsat.control.interpret import run_control
 from eqsat.control.passes import simplify
 from eqsat.control.program import IfRegion, LoopRegion, Stage
-from eqsat.costs import program_cost
+from eqsat.program_cost import program_cost
 from frontend import parse_model
 from hwsim.hardware import load_hardware
 from hwsim.host import Branch, Repeat

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from backend import compile_graph
-from eqsat.costs import op_cost, program_cost, zero_point_sums_cost
+from eqsat.costs import op_cost, zero_point_sums_cost
 from eqsat.fidelity import measure_program
 from eqsat.interpreter import evaluate
 from eqsat.ir.graph import GraphBuilder
 from eqsat.ir.types import DType, TensorType
+from eqsat.program_cost import program_cost
 from hwsim import load_hardware, simulate
 
 

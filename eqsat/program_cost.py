@@ -1,0 +1,337 @@
+"""The price of a whole program: its kernels one after another, each priced with
+what the graph tells of how its operands are stored and read (eqsat/costs.py prices
+one op on row-major operands, as extraction sees an e-node): a window kernel's
+channels-last result, a transposed, sliced or reshaped view, a concatenation whose
+parts were written in place (eqsat/concat_placement.py), a weight prepared at load
+time (free per inference)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from eqsat.concat_placement import Placement, concat_regions
+from eqsat.costs import (
+    REDUCE_OPS,
+    UNRUNNABLE_CYCLES,
+    channels_last_reduce_cost,
+    concat_cost,
+    conv_form,
+    gemm_cost,
+    is_free_transpose,
+    kernel_work,
+    op_cost,
+    reshape_copy_cost,
+    stream_ops,
+    streamed_cost,
+    view_kind,
+    zero_point_sums_cost,
+)
+from eqsat.ir.strides import Strides, nocopy_reshape, row_major
+from eqsat.ir.types import TensorType
+from eqsat.ops import OpKind
+from eqsat.ops.winograd import CONV_EPILOGUES
+from eqsat.spatial_plan import (
+    Stream,
+    add_costs,
+    conv_gemm_work,
+    conv_prep_cost,
+    conv_transposed_work,
+    kernel_cost,
+)
+from eqsat.weights import (
+    RUNTIME,
+    VIEW_OPS,
+    graph_value_classes,
+    prepared_nodes,
+    stored_transposed,
+)
+from eqsat.window_plan import is_window_op, stores_channels_last, window_cost
+from eqsat.winograd_cost import winograd_cost
+from hwsim.costmodel import KernelCost
+from hwsim.hardware import Hardware
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    cycles: int
+    dram_bytes: int
+    kernels: int
+    infeasible: int  # kernels whose working set does not fit SRAM
+
+
+def program_cost(graph, hw: Hardware) -> ProgramCost:
+    """Kernels run one after another: the program costs the sum of its live kernels
+    (weights prepared at load time cost nothing per inference: eqsat/weights.py)."""
+    live = graph.live()
+    prepared = prepared_nodes(graph)
+    classes = graph_value_classes(graph)
+    facts = GraphFacts.of(graph)
+    cycles = dram = kernels = infeasible = 0
+    users = graph.users()
+    for i, node in graph:
+        if not live[i] or i in prepared:
+            continue
+        if stored_transposed(node.op, [classes[j] for j in node.inputs]) and _read_alike(
+            graph, node.inputs[0], users, live, prepared
+        ):
+            continue  # the weight is stored transposed
+        in_types = [graph.nodes[j].type for j in node.inputs]
+        if node.op == "reshape":
+            view = graph.nodes[node.inputs[0]]
+            if view.inputs and classes[view.inputs[0]] == RUNTIME:  # weights: load time
+                operand = graph.nodes[view.inputs[0]]
+                is_view = view_kind(operand.op, operand.type, _operand_type(graph, operand))
+                while is_view is None:  # an identity reshape: as its operand
+                    operand = graph.nodes[operand.inputs[0]]
+                    is_view = view_kind(operand.op, operand.type, _operand_type(graph, operand))
+                copy = reshape_copy_cost(
+                    hw, view.op, operand.type, view.attr_dict, view.type, node.type.shape, is_view
+                )
+                if copy is not None:
+                    cycles, dram, kernels = (
+                        cycles + copy.cycles,
+                        dram + copy.dram_bytes,
+                        kernels + 1,
+                    )
+        cost = graph_op_cost(graph, i, hw, facts)
+        if cost is None:
+            continue
+        runtime = [classes[j] == RUNTIME for j in node.inputs]
+        cycles += cost.cycles + zero_point_sums_cost(hw, node.op, in_types, node.attr_dict, runtime)
+        dram += cost.dram_bytes
+        kernels += 1
+        infeasible += not cost.feasible
+    return ProgramCost(cycles, dram, kernels, infeasible)
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """What pricing a node of a program needs of the whole graph (computed once)."""
+
+    users: list[list[int]]
+    live: list[bool]
+    placement: Placement
+    outputs: frozenset[int]
+
+    @staticmethod
+    def of(graph) -> GraphFacts:
+        outputs = frozenset(i for _, i in graph.outputs)
+        return GraphFacts(graph.users(), graph.live(), concat_regions(graph), outputs)
+
+    def readers(self, i: int) -> list[int]:
+        return [u for u in self.users[i] if self.live[u]]
+
+
+def graph_op_cost(
+    graph, i: int, hw: Hardware, facts: GraphFacts | None = None
+) -> KernelCost | None:
+    """op_cost of node i, with what the graph tells of how its operands are stored and
+    read (None: no kernel runs for it):
+    - a reduction of a channels-last value (a window kernel's result, or an NCHW view
+      of an NHWC tensor) runs across its rows; a pooling or depthwise convolution
+      reading one preps the padded image by a strided walk (no direct read);
+    - a transpose that only such window kernels read is their view (no kernel); one a
+      row kernel (a norm, softmax) reads across its last axis is copied for it;
+    - a concat copies only the parts no producer wrote into its buffer
+      (eqsat/concat_placement.py);
+    - a graph output a window kernel stores channels-last is copied out row-major."""
+    facts = GraphFacts.of(graph) if facts is None else facts
+    cost = _node_cost(graph, i, hw, facts)
+    if cost is None or i not in facts.outputs or not _channels_last(graph, i, facts, views=False):
+        return cost
+    node = graph.nodes[i]
+    return add_costs([cost, _view_copy_cost(hw, node.type, _stored(graph, i, facts))])
+
+
+def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | None:
+    node = graph.nodes[i]
+    in_types = [graph.nodes[j].type for j in node.inputs]
+    if node.op == "concat" and node.type.rank:
+        copied = facts.placement.copied_parts(graph, i)
+        if not copied:
+            return None
+        parts = [(in_types[k], _stored(graph, node.inputs[k], facts)) for k in copied]
+        return concat_cost(
+            hw, [t for t, _ in parts], node.type, node.attr_dict, [st for _, st in parts]
+        )
+    if node.op == "transpose" and not is_free_transpose(node.op, node.attr_dict):
+        readers = [u for u in facts.readers(i) if not _copies_row_operand(graph, u, i, facts)]
+        if not readers:
+            return None  # each reader copies it, in a kernel of its own (priced there)
+        if all(_reads_through(graph, u, i, facts) for u in readers):
+            return None  # read through the view
+    if node.op in ROW_COPIERS and _copies_row_operand(graph, i, node.inputs[0], facts):
+        cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+        view = node.inputs[0]
+        copy = _view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
+        return None if cost is None else add_costs([copy, cost])
+    stored = [] if node.op == "concat" else [_stored(graph, j, facts) for j in node.inputs]
+    if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=False)):
+        layout = [
+            None if st == row_major(t.shape) else st for st, t in zip(stored, in_types, strict=True)
+        ]
+        streamed = streamed_cost(hw, node.op, in_types, node.type, node.attr_dict, layout)
+        if streamed is not None:  # an elementwise kernel streams views as they lie
+            return streamed
+    if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0], facts, views=False):
+        return channels_last_reduce_cost(hw, node.op, in_types[0], node.type, node.attr_dict)
+    if not node.inputs or not _channels_last(graph, node.inputs[0], facts):
+        return op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    if node.op == "winograd_input" or node.op in CONV_EPILOGUES:  # Winograd reading x
+        attrs = node.attr_dict
+        return winograd_cost(hw, node.op, in_types, node.type, attrs, UNRUNNABLE_CYCLES, True)
+    planned = window_cost(hw, node.op, in_types, node.type, node.attr_dict, True)
+    if planned is None:
+        turned = _conv_on_channels_last(hw, node.op, in_types, node.type, node.attr_dict)
+        return turned or op_cost(hw, node.op, in_types, node.type, node.attr_dict)
+    if not planned.feasible:
+        return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
+    return planned
+
+
+def _view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelCost:
+    """A dense copy of a view laid out by `strides` (backend Compiler.materialize: one
+    streaming copy kernel walking it in its order)."""
+    isz = view.dtype.itemsize
+    stream = Stream(view.shape, row_major(view.shape), isz, ((strides, isz),), ("copy",))
+    return kernel_cost(hw, [stream])
+
+
+def _stored(graph, j: int, facts: GraphFacts) -> Strides:
+    """The strides value j is read with: row-major, channels-last for a window
+    kernel's result, a slice's operand's, a reshape's where it is a view, a
+    transpose's operand's permuted (unless
+    backend/layouts.py stores that operand already transposed: a weight, or an
+    elementwise result, that every reader transposes alike)."""
+    node = graph.nodes[j]
+    if node.op == "transpose":
+        k = node.inputs[0]
+        if _transposed_alike(graph, k, facts) and (
+            graph.nodes[k].op in ("param", "literal")
+            or graph.nodes[k].opdef.kind in (OpKind.ELEMENTWISE, OpKind.QUANT)
+        ):
+            return row_major(node.type.shape)
+        inner = _stored(graph, k, facts)
+        return tuple(inner[p] for p in node.attr("perm"))  # type: ignore[union-attr]
+    if node.op == "slice":  # a view: the same strides, from another offset
+        return _stored(graph, node.inputs[0], facts)
+    if node.op == "reshape":  # a view where the strides allow it, else a row-major copy
+        operand = graph.nodes[node.inputs[0]].type.shape
+        inner = _stored(graph, node.inputs[0], facts)
+        if inner != row_major(operand):
+            viewed = nocopy_reshape(operand, inner, node.type.shape)
+            return row_major(node.type.shape) if viewed is None else viewed
+    if _channels_last(graph, j, facts, views=False):
+        _, c, h, w = node.type.shape
+        return (h * w * c, 1, w * c, c)
+    return row_major(node.type.shape)
+
+
+def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
+    """Does every reader of k transpose it the same way?"""
+    perms = {
+        tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
+        for u in facts.readers(k)
+    }
+    return len(perms) == 1 and None not in perms
+
+
+def _conv_on_channels_last(
+    hw: Hardware, op_name: str, in_types: Sequence[TensorType], out: TensorType, attrs
+) -> KernelCost | None:
+    """An ungrouped convolution whose x is stored channels-last, in the form the
+    backend runs it (conv_form): as weights @ x, x's [C, HW] is a transposed view whose
+    B tiles are loaded as [HW, C] blocks and turned on chip; in the other forms the
+    prep copies x into the padded image by a strided walk (None for other ops)."""
+    work = kernel_work(op_name, in_types, out, attrs)
+    if work is None or work.kind != "conv" or int(attrs.get("groups", 1)) > 1:  # type: ignore[call-overload]
+        return None
+    form = conv_form(hw, op_name, in_types, out, attrs)
+    if form == "matmul":
+        mm_work = replace(conv_gemm_work(op_name, in_types, attrs, work), b_transposed=True)
+        return gemm_cost(hw, op_name, in_types, out, attrs, mm_work)
+    prep = conv_prep_cost(hw, op_name, in_types, attrs, x_channels_last=True)
+    if form == "transposed":
+        t_work = conv_transposed_work(op_name, in_types, out, attrs, work)
+        gemm = gemm_cost(hw, op_name, in_types, out, attrs, t_work, transposed_b=True)  # type: ignore[arg-type]
+    else:
+        gemm = gemm_cost(hw, op_name, in_types, out, attrs, work)
+    return gemm if prep is None else add_costs([gemm, prep])
+
+
+# Row kernels that copy an operand whose last axis is not contiguous before reading it
+ROW_COPIERS = frozenset({"layernorm", "rmsnorm"})
+
+
+def _copies_row_operand(graph, u: int, j: int, facts: GraphFacts) -> bool:
+    """Does row kernel u copy its operand j first, a transpose whose last axis is not
+    contiguous as stored (backend/operands.py row_operand)?"""
+    node, view = graph.nodes[u], graph.nodes[j]
+    if node.op not in ROW_COPIERS or node.inputs[:1] != (j,) or view.op != "transpose":
+        return False
+    return bool(view.type.rank) and view.type.shape[-1] > 1 and _stored(graph, j, facts)[-1] != 1
+
+
+def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
+    """Does node u read the transposed view j where it lies, at no cost beyond its
+    own price: an elementwise kernel (it streams any strides), or a pooling or
+    depthwise convolution reading a channels-last view as its image (its prep walks
+    it: priced by graph_op_cost)?"""
+    node = graph.nodes[u]
+    in_types = [graph.nodes[k].type for k in node.inputs]
+    if node.opdef.kind is OpKind.ELEMENTWISE or (
+        node.opdef.kind is OpKind.FUSED
+        and stream_ops(node.op, in_types, node.type, node.attr_dict) is not None
+    ):
+        return True
+    if node.inputs[:1] != (j,) or j in node.inputs[1:]:
+        return False
+    return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
+
+
+def _read_alike(graph, j: int, users, live, prepared) -> bool:
+    """Is weight j stored by the host (a param, a literal, or prepared at load time)
+    and does every reader transpose it the same way, so that it is stored in that
+    order (backend/layouts.py)?"""
+    if graph.nodes[j].op not in ("param", "literal") and j not in prepared:
+        return False  # a view of a weight: read through the view
+    readers = [u for u in users[j] if live[u]]
+    perms = {
+        tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
+        for u in readers
+    }
+    return len(perms) == 1 and None not in perms
+
+
+def _channels_last(graph, j: int, facts: GraphFacts, views: bool = True) -> bool:
+    """Is value j, [N, C, H, W], stored channels-last: a window kernel's result, or
+    (`views`) the NCHW view (transpose [0, 3, 1, 2]) of a row-major [N, H, W, C]
+    kernel result?"""
+    node = graph.nodes[j]
+    if node.is_leaf or node.type.rank != 4:
+        return False
+    if node.op == "transpose":
+        if not views:
+            return False
+        if tuple(node.attr("perm")) != (0, 3, 1, 2):  # type: ignore[arg-type]
+            return False
+        return _stored_as_written(graph, node.inputs[0], facts)
+    in_types = [graph.nodes[k].type for k in node.inputs]
+    return stores_channels_last(node.op, in_types, node.type, node.attr_dict)
+
+
+def _stored_as_written(graph, k: int, facts: GraphFacts) -> bool:
+    """Is value k a kernel's row-major result (not a view, not a weight the host may
+    store in any order, not an elementwise result every reader transposes alike,
+    which backend/layouts.py stores transposed)?"""
+    node = graph.nodes[k]
+    if node.is_leaf or node.op in VIEW_OPS or _channels_last(graph, k, facts):
+        return False
+    if node.opdef.kind not in (OpKind.ELEMENTWISE, OpKind.QUANT):
+        return True
+    return not _transposed_alike(graph, k, facts)
+
+
+def _operand_type(graph, node) -> TensorType | None:
+    return graph.nodes[node.inputs[0]].type if node.inputs else None
