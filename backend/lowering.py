@@ -148,7 +148,7 @@ def lower_concat(c: Compiler, i: int, node: Node) -> Value:
         starts = tuple(start if a == axis else 0 for a in range(t.rank))
         ends = tuple(start + t.shape[a] if a == axis else out.shape[a] for a in range(t.rank))
         dst, v = out.slice(starts, ends), c.value(j)
-        if k in copied or not (i in c.placement.regions and _written(dst, v, c.placed(j))):
+        if k in copied or not _written(dst, v, c.placed(j)):  # (unplaced: every k copied)
             pieces.append((dst, v))
         start += t.shape[axis]
     if not pieces:

@@ -11,7 +11,7 @@ and copies nothing (memory-efficient DenseNet, Pleiss et al. 2017).
 
 `concat_regions` decides it from the graph alone, so the backend (which allocates the
 buffers, backend/compiler.py) and the cost model (which prices only the parts still
-copied, eqsat/costs.py) agree by construction. Concats are visited consumers first
+copied, eqsat/program_cost.py) agree by construction. Concats are visited consumers first
 (nodes are in topological order): a concat that no later concat placed is the root of
 a group; its parts are placed at their offsets in it. Each element of a group buffer
 is written by one producer: a part already placed elsewhere, a part placed twice, or

@@ -32,12 +32,12 @@ from eqsat.ir.types import TensorType
 from eqsat.ops import OpKind
 from eqsat.ops.winograd import CONV_EPILOGUES
 from eqsat.spatial_plan import (
-    Stream,
     add_costs,
     conv_gemm_work,
     conv_prep_cost,
     conv_transposed_work,
-    kernel_cost,
+    nhwc_strides,
+    view_copy_cost,
 )
 from eqsat.weights import (
     RUNTIME,
@@ -63,17 +63,15 @@ class ProgramCost:
 def program_cost(graph, hw: Hardware) -> ProgramCost:
     """Kernels run one after another: the program costs the sum of its live kernels
     (weights prepared at load time cost nothing per inference: eqsat/weights.py)."""
-    live = graph.live()
+    facts = GraphFacts.of(graph)
     prepared = prepared_nodes(graph)
     classes = graph_value_classes(graph)
-    facts = GraphFacts.of(graph)
     cycles = dram = kernels = infeasible = 0
-    users = graph.users()
     for i, node in graph:
-        if not live[i] or i in prepared:
+        if not facts.live[i] or i in prepared:
             continue
         if stored_transposed(node.op, [classes[j] for j in node.inputs]) and _read_alike(
-            graph, node.inputs[0], users, live, prepared
+            graph, node.inputs[0], prepared, facts
         ):
             continue  # the weight is stored transposed
         in_types = [graph.nodes[j].type for j in node.inputs]
@@ -131,8 +129,9 @@ def graph_op_cost(
     - a reduction of a channels-last value (a window kernel's result, or an NCHW view
       of an NHWC tensor) runs across its rows; a pooling or depthwise convolution
       reading one preps the padded image by a strided walk (no direct read);
-    - a transpose that only such window kernels read is their view (no kernel); one a
-      row kernel (a norm, softmax) reads across its last axis is copied for it;
+    - a transpose that window or elementwise kernels read is their view (no kernel);
+      one a norm (ROW_COPIERS) reads across its last axis is copied, in the norm's
+      kernel;
     - a concat copies only the parts no producer wrote into its buffer
       (eqsat/concat_placement.py);
     - a graph output a window kernel stores channels-last is copied out row-major."""
@@ -141,13 +140,13 @@ def graph_op_cost(
     if cost is None or i not in facts.outputs or not _channels_last(graph, i, facts, views=False):
         return cost
     node = graph.nodes[i]
-    return add_costs([cost, _view_copy_cost(hw, node.type, _stored(graph, i, facts))])
+    return add_costs([cost, view_copy_cost(hw, node.type, _stored(graph, i, facts))])
 
 
 def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | None:
     node = graph.nodes[i]
     in_types = [graph.nodes[j].type for j in node.inputs]
-    if node.op == "concat" and node.type.rank:
+    if node.op == "concat":
         copied = facts.placement.copied_parts(graph, i)
         if not copied:
             return None
@@ -164,10 +163,10 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
     if node.op in ROW_COPIERS and _copies_row_operand(graph, i, node.inputs[0], facts):
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
         view = node.inputs[0]
-        copy = _view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
+        copy = view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
         return None if cost is None else add_costs([copy, cost])
-    stored = [] if node.op == "concat" else [_stored(graph, j, facts) for j in node.inputs]
-    if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=False)):
+    stored = [_stored(graph, j, facts) for j in node.inputs]
+    if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
         layout = [
             None if st == row_major(t.shape) else st for st, t in zip(stored, in_types, strict=True)
         ]
@@ -188,14 +187,6 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
     if not planned.feasible:
         return replace(planned, cycles=planned.cycles + UNRUNNABLE_CYCLES)
     return planned
-
-
-def _view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelCost:
-    """A dense copy of a view laid out by `strides` (backend Compiler.materialize: one
-    streaming copy kernel walking it in its order)."""
-    isz = view.dtype.itemsize
-    stream = Stream(view.shape, row_major(view.shape), isz, ((strides, isz),), ("copy",))
-    return kernel_cost(hw, [stream])
 
 
 def _stored(graph, j: int, facts: GraphFacts) -> Strides:
@@ -223,8 +214,7 @@ def _stored(graph, j: int, facts: GraphFacts) -> Strides:
             viewed = nocopy_reshape(operand, inner, node.type.shape)
             return row_major(node.type.shape) if viewed is None else viewed
     if _channels_last(graph, j, facts, views=False):
-        _, c, h, w = node.type.shape
-        return (h * w * c, 1, w * c, c)
+        return nhwc_strides(node.type.shape)
     return row_major(node.type.shape)
 
 
@@ -290,18 +280,13 @@ def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
     return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
 
 
-def _read_alike(graph, j: int, users, live, prepared) -> bool:
+def _read_alike(graph, j: int, prepared, facts: GraphFacts) -> bool:
     """Is weight j stored by the host (a param, a literal, or prepared at load time)
     and does every reader transpose it the same way, so that it is stored in that
     order (backend/layouts.py)?"""
     if graph.nodes[j].op not in ("param", "literal") and j not in prepared:
         return False  # a view of a weight: read through the view
-    readers = [u for u in users[j] if live[u]]
-    perms = {
-        tuple(graph.nodes[u].attr("perm")) if graph.nodes[u].op == "transpose" else None
-        for u in readers
-    }
-    return len(perms) == 1 and None not in perms
+    return _transposed_alike(graph, j, facts)
 
 
 def _channels_last(graph, j: int, facts: GraphFacts, views: bool = True) -> bool:

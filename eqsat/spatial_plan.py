@@ -791,13 +791,31 @@ def image_prep_cost(
     rows_cols: tuple[int, int],
     groups: int = 1,
     fill: bool = False,
+    x_channels_last: bool = False,
 ) -> KernelCost:
-    """The prep kernel conv_prep.nhwc_image emits for a row-major x: its row-block
-    loop, else its streams."""
+    """The prep kernel conv_prep.nhwc_image emits for x: its row-block loop, else its
+    streams. An ungrouped x stored channels-last (`x_channels_last`) has no rows for
+    the loop's loads: a strided copy into the interior, the borders filled."""
+    if x_channels_last and groups == 1 and x[3] > 1:
+        return kernel_cost(hw, nhwc_prep(x, isz, top_left, rows_cols, 1, nhwc_strides(x)))
     plan = prep_plan(hw, x, isz, top_left, rows_cols, groups, fill)
     if plan is not None:
         return prep_plan_cost(hw, plan, fill)
     return kernel_cost(hw, nhwc_prep(x, isz, top_left, rows_cols, groups))
+
+
+def nhwc_strides(shape: Sequence[int]) -> Strides:
+    """The strides of an [N, C, H, W] tensor stored channels-last ([N, H, W, C])."""
+    _, c, h, w = shape
+    return (h * w * c, 1, w * c, c)
+
+
+def view_copy_cost(hw: Hardware, view: TensorType, strides: Strides) -> KernelCost:
+    """A row-major copy of a view laid out by `strides` (backend Compiler.materialize:
+    one streaming copy kernel walking it in its order)."""
+    isz = view.dtype.itemsize
+    stream = Stream(view.shape, row_major(view.shape), isz, ((strides, isz),), ("copy",))
+    return kernel_cost(hw, [stream])
 
 
 def image_prep_stores(
@@ -1124,11 +1142,8 @@ def window_prep_cost(
     """The prep of a window kernel in the nhwc layout: the padded image its windows
     read (`fill`: not zeros, max pooling's), from x row-major or stored channels-last."""
     pads, rows_cols = (g.pads[0], g.pads[1]), (g.rows, g.cols)
-    if x_channels_last and x.shape[3] > 1:  # no row-block loop: the streams
-        _, c, h, w = x.shape
-        src = (h * w * c, 1, w * c, c)
-        return kernel_cost(hw, nhwc_prep(x.shape, x.dtype.itemsize, pads, rows_cols, 1, src))
-    return image_prep_cost(hw, x.shape, x.dtype.itemsize, pads, rows_cols, 1, fill)
+    isz = x.dtype.itemsize
+    return image_prep_cost(hw, x.shape, isz, pads, rows_cols, 1, fill, x_channels_last)
 
 
 def conv_of(op: OpDef, in_types: Sequence[TensorType], attrs):
@@ -1201,21 +1216,8 @@ def grouped_prep_cost(
     h, w = x.shape[2] + 2 * ph, x.shape[3] + 2 * pw
     groups = int(attrs.get("groups", 1))  # type: ignore[call-overload]
     fill = int(attrs.get("a_zero", 0)) != 0  # type: ignore[call-overload]
-    if x_channels_last and groups == 1 and x.shape[3] > 1:
-        _, c, xh, xw = x.shape
-        nhwc = (xh * xw * c, 1, xw * c, c)
-        streams = nhwc_prep(x.shape, x.dtype.itemsize, (ph, pw), (h, w), 1, nhwc)
-        return kernel_cost(hw, streams)
-    return image_prep_cost(hw, x.shape, x.dtype.itemsize, (ph, pw), (h, w), groups, fill)
-
-
-def channels_last_copy_cost(hw: Hardware, x: TensorType) -> KernelCost:
-    """A row-major copy of [N, C, H, W] x stored channels-last (backend Compiler
-    materialize: one streaming copy kernel walking x's NHWC layout)."""
-    _, c, h, w = x.shape
-    nhwc = (h * w * c, 1, w * c, c)
     isz = x.dtype.itemsize
-    return kernel_cost(hw, [Stream(x.shape, row_major(x.shape), isz, ((nhwc, isz),), ("copy",))])
+    return image_prep_cost(hw, x.shape, isz, (ph, pw), (h, w), groups, fill, x_channels_last)
 
 
 def conv_prep_cost(

@@ -5,7 +5,7 @@ transform kernels (eqsat/winograd_plan.py) and the one-kernel convolution
 from __future__ import annotations
 
 from eqsat.ops.winograd import CONV_EPILOGUES, EPILOGUES
-from eqsat.spatial_plan import add_costs, channels_last_copy_cost
+from eqsat.spatial_plan import add_costs, nhwc_strides, view_copy_cost
 from eqsat.winograd_fused import conv_cost
 from eqsat.winograd_plan import input_cost, output_cost, planned_cost
 from hwsim.costmodel import KernelCost
@@ -41,7 +41,8 @@ def winograd_cost(
         pad = tuple(attrs["padding"])
         cost = conv_cost(hw, in_types[0].shape, in_types[1].shape, m, pad, CONV_EPILOGUES[op_name])
         if x_channels_last and cost.feasible:
-            cost = add_costs([channels_last_copy_cost(hw, in_types[0]), cost])
+            x = in_types[0]
+            cost = add_costs([view_copy_cost(hw, x, nhwc_strides(x.shape)), cost])
     elif op_name == "winograd_input":
         cost = input_cost(hw, in_types[0].shape, m, tuple(attrs["padding"]), x_channels_last)
     else:

@@ -577,18 +577,15 @@ UNFIT = 10**12  # no plan fits SRAM: the backend cannot run it
 def input_cost(hw: Hardware, x_shape, m: int, padding, x_channels_last: bool = False) -> KernelCost:
     """The prep (padded NHWC image) and the input transform kernel; x row-major, or
     stored channels-last (the prep then copies it by a strided walk)."""
-    from eqsat.spatial_plan import add_costs, image_prep_cost, kernel_cost, nhwc_prep
+    from eqsat.spatial_plan import add_costs, image_prep_cost
 
     n, c, h, w = x_shape
     ho, wo = h + 2 * padding[0] - 2, w + 2 * padding[1] - 2
     th, tw = tiles((ho, wo), m)
     found = input_plan(hw, n, c, m, ho, wo)
     image = (m * th + 2, m * tw + 2)
-    if x_channels_last and w > 1:
-        strides = (h * w * c, 1, w * c, c)
-        prep = kernel_cost(hw, nhwc_prep(tuple(x_shape), ISZ, tuple(padding), image, 1, strides))
-    else:
-        prep = image_prep_cost(hw, tuple(x_shape), ISZ, (padding[0], padding[1]), image)
+    pads = (padding[0], padding[1])
+    prep = image_prep_cost(hw, tuple(x_shape), ISZ, pads, image, x_channels_last=x_channels_last)
     if found is None:
         return planned_cost(UNFIT, 0, False)
     a = m + 2
