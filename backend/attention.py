@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,16 +33,18 @@ from eqsat.attention_plan import (
     AttnOp,
     AttnPlan,
     AttnShape,
-    attention_plan,
-    key_blocks,
+    AttnStep,
+    attention_steps,
     op_gemv,
     part_region,
     pipelined,
     sram_tiles,
+    step_events,
     step_phases,
     tile_dims,
     zero_tiles,
 )
+from eqsat.attention_price import attention_plan
 from eqsat.ir.graph import Node
 from hwsim.isa import Binary, Instr, Matmul, Move, Reduce, Tile, Transpose, Unary
 
@@ -153,18 +155,12 @@ def _instr(op: AttnOp, t: dict[str, Tile], part, vector_queue: bool) -> Instr:
     return Binary(op=op.op, dst=tile(op.dst), a=tile(op.a), b=b, imm=op.imm, bcast=op.bcast, **vq)
 
 
-@dataclass
-class _Step:
-    """One key block of one query block of one group of heads, as emitted."""
+@dataclass(frozen=True)
+class _Step(AttnStep):
+    """A step as emitted: where its heads' operands start, and its tiles, load
+    generations and their tokens as the emission goes."""
 
-    bases: list[dict[str, int]]  # per head: where its q, k, v, out (and mask) start
-    r0: int
-    rn: int
-    k0: int
-    kn: int
-    first: bool
-    last: bool
-    stream: int  # query block of a head group: the steps sharing q, statistics, output
+    bases: list[dict[str, int]] = field(default_factory=list)  # per head: q, k, v, out, m
     tiles: dict[str, Tile] = field(default_factory=dict)
     gens: dict[str, tuple | None] = field(default_factory=dict)  # k, m(ask), v channels
     waits: dict[str, list[str]] = field(default_factory=dict)  # their loads' tokens
@@ -331,51 +327,22 @@ def emit_attention(
         )
 
     # loads in the order their slots come free: keys two steps ahead, the rest one
-    n_steps = len(steps)
-    load_k(0)
-    load_rest(0)
-    if n_steps > 1:
-        load_k(1)
-    if not overlap:  # one queue: step after step
-        for n in range(n_steps):
-            if n + 2 < n_steps:
-                load_k(n + 2)
-            if n + 1 < n_steps:
-                load_rest(n + 1)
-            front(n)
-            back(n)
-            if steps[n].last:
-                post(n)
-        return
-    front(0)
-    for n in range(n_steps):
-        if n + 2 < n_steps:
-            load_k(n + 2)
-        if n + 1 < n_steps:
-            load_rest(n + 1)
-            front(n + 1)
-        back(n)
-        if n >= 1 and steps[n - 1].last:
-            post(n - 1)
-    post(n_steps - 1)
+    parts = {"k": load_k, "rest": load_rest, "front": front, "back": back, "post": post}
+    for part, n in step_events([st.last for st in steps], overlap):
+        parts[part](n)
 
 
 def _steps(s: AttnShape, plan: AttnPlan, out: View, operands) -> list[_Step]:
-    """The steps in the order they run: head groups, query blocks, key blocks."""
+    """attention_steps, each with where its heads' operands start in DRAM."""
     lead = out.shape[:-2]
     heads = list(itertools.product(*(range(n) for n in lead)))
-    steps, stream = [], 0
-    for g0 in range(0, len(heads), plan.heads):
+    steps = []
+    for a in attention_steps(s, plan):
         bases = [
             {n: _lead_offset(x, idx) for n, x in operands if x is not None}
-            for idx in heads[g0 : g0 + plan.heads]
+            for idx in heads[a.group : a.group + plan.heads]
         ]
-        for r0 in range(0, s.s, plan.rq):
-            rn, k0 = min(plan.rq, s.s - r0), 0
-            for kn, first, last in key_blocks(s.t, plan.tk):
-                steps.append(_Step(bases, r0, rn, k0, kn, first, last, stream))
-                k0 += kn
-            stream += 1
+        steps.append(_Step(**{f.name: getattr(a, f.name) for f in fields(a)}, bases=bases))
     return steps
 
 

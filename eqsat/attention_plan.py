@@ -43,28 +43,23 @@ probabilities, transposed keys, statistics and the output accumulator have two s
 (steps and streams alternate), and the keys' and values' channels are released by
 their last reader (the softmax, the second matmul) so the next loads start early.
 
-The tile program is data (`step_phases`: ops over named tiles): the backend emits it one
-to one and `attention_loop` prices the same list with hwsim.timing, so the cost model
-prices the plan the backend runs. The tile shape (query rows, keys, heads per step)
-minimising that price is chosen among those whose tiles fit SRAM and the accumulator.
+The tile program is data (`step_phases`: ops over named tiles) and so is the order of
+the pipeline's parts (`attention_steps`, `step_events`): the backend emits them one to
+one, eqsat/attention_queues.py replays the same instructions on the simulator's
+queues, and eqsat/attention_price.py chooses the tile shape (query rows, keys, heads
+per step) among those whose tiles fit SRAM and the accumulator.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from eqsat.ir.types import TensorType
 from hwsim import timing
 from hwsim.costmodel import (
-    KernelCost,
-    LoopWork,
-    loop_cycles,
     pow2_multiples,
-    step_cycles,
-    tile_splits,
 )
 from hwsim.dtypes import ITEMSIZE
 from hwsim.hardware import Hardware
@@ -73,6 +68,7 @@ ACC_BYTES = 4  # f32 scores and statistics
 TILE_ALIGN = 64  # bytes: every tile starts on this boundary (backend/emit.py)
 NEG_FLOOR = -3.4028234663852886e38  # -FLT_MAX: the running maximum's floor under a mask
 MASK_NONE, MASK_ROW, MASK_FULL = "none", "row", "full"
+ATTENTION_OPS = ("attention", "attention_masked")  # the registry ops this kernel runs
 
 
 @dataclass(frozen=True)
@@ -331,29 +327,10 @@ def fits(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
     return sram_bytes(s, plan) <= hw.sram_bytes and acc_bytes(s, plan) <= hw.acc_bytes
 
 
-# ------------------------------------------------------------------ pricing
-
-
 def key_blocks(t: int, tk: int) -> list[tuple[int, bool, bool]]:
     """(keys, first, last) of each key block of one query block, in order."""
     starts = range(0, t, tk)
     return [(min(tk, t - k0), k0 == 0, k0 + tk >= t) for k0 in starts]
-
-
-def key_block_classes(t: int, tk: int) -> list[tuple[int, bool, bool, int]]:
-    """`key_blocks` grouped: (keys, first, last, how many), at most three classes."""
-    counts: dict[tuple[int, bool, bool], int] = {}
-    n = -(-t // tk)
-    if n <= 3:
-        for blk in key_blocks(t, tk):
-            counts[blk] = counts.get(blk, 0) + 1
-    else:
-        counts = {
-            (tk, True, False): 1,
-            (tk, False, False): n - 2,
-            (t - (n - 1) * tk, False, True): 1,
-        }
-    return [(*k, c) for k, c in counts.items()]
 
 
 def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
@@ -365,50 +342,6 @@ def zero_tiles(s: AttnShape, plan: AttnPlan) -> list[str]:
     return ["kt", "kt"] if plan.out_t else ["v", "v", "kt", "kt"]
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def phase_cycles(
-    hw: Hardware,
-    s: AttnShape,
-    rn: int,
-    kn: int,
-    first: bool,
-    last: bool,
-    heads: int,
-    out_t: bool = False,
-) -> tuple[tuple[int, ...], bool]:
-    """Cycles of each phase (PHASES) of a step of rn queries and kn keys, and whether
-    its matmuls run on the vector unit (op_gemv: one query row)."""
-    dims = tile_dims(s, rn, kn, heads, out_t)
-    phases = step_phases(s, first, last, heads, out_t)
-    cycles = tuple(sum(op_cycles(hw, s, op, dims, rn, kn, out_t) for op in ph) for ph in phases)
-    return cycles, op_gemv(hw, s, phases[1][0], dims)
-
-
-def pipeline_stalls(hw: Hardware, s: AttnShape, plan: AttnPlan) -> int:
-    """Cycles the compute queue waits for a softmax: step n's runs between its first
-    matmul and its second, while the compute queue has only the second matmul of step
-    n - 1 and the first of step n + 1 to do (key blocks of one stream, the streams one
-    after another). Long streams: the three blocks at either end and one in the middle
-    stand for the rest."""
-    nk, total = -(-s.t // plan.tk), 0
-    for rn, qcount in tile_splits(s.s, plan.rq):
-        streams = s.batch // plan.heads * qcount
-
-        def phases(i: int, rn: int = rn) -> tuple[int, ...]:
-            i %= nk
-            kn = min(plan.tk, s.t - i * plan.tk)
-            return phase_cycles(hw, s, rn, kn, i == 0, i == nk - 1, plan.heads, plan.out_t)[0]
-
-        ends = sorted({*range(min(nk, 3)), *range(max(0, nk - 3), nk)})
-        weights = {i: 1 for i in ends}
-        if nk > 6:
-            weights[3] = nk - 6
-        for i, w in weights.items():
-            stall = phases(i)[2] - phases(i - 1)[3] - phases(i + 1)[1]
-            total += streams * w * max(0, stall)
-    return total
-
-
 def pipelined(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
     """Whether the steps overlap on the two queues: not where the matmuls run on the
     vector unit too (one query row, op_gemv), which then takes every step in turn."""
@@ -416,110 +349,63 @@ def pipelined(hw: Hardware, s: AttnShape, plan: AttnPlan) -> bool:
     return not op_gemv(hw, s, step_phases(s, True, True, plan.heads)[1][0], dims)
 
 
-def step_ends(s: AttnShape, plan: AttnPlan) -> list[tuple[int, int, bool, bool]]:
-    """(rn, kn, first, last) of the first two and the last two steps in the order the
-    backend runs them (head groups, query blocks, key blocks); fewer when there are
-    fewer steps."""
-    nq, nk = -(-s.s // plan.rq), -(-s.t // plan.tk)
-    n = s.batch // plan.heads * nq * nk
-
-    def step(i: int) -> tuple[int, int, bool, bool]:
-        r, b = i // nk % nq, i % nk
-        kn = min(plan.tk, s.t - b * plan.tk)
-        return min(plan.rq, s.s - r * plan.rq), kn, b == 0, b == nk - 1
-
-    return [step(i) for i in sorted({*range(min(n, 2)), *range(max(0, n - 2), n)})]
+# ------------------------------------------------------------------ the loop
 
 
-def attention_loop(hw: Hardware, s: AttnShape, plan: AttnPlan) -> tuple[LoopWork, int, int, int]:
-    """The kernel's instructions summed (backend/attention.py emits them): per query
-    block of a group of heads one q load and one store per head, per key block the k,
-    v (and mask) loads of each head and the tile program. The compute time is the
-    pipeline's (module doc): the busier of the two queues over the whole loop, plus
-    what it waits for at the ends (the compute queue: the first keys' transpose, the
-    last softmax where it outlasts the previous step's second matmul, the last division;
-    the vector queue: the first scores, the last second matmul). Where the matmuls run
-    on the vector unit (one query row) nothing overlaps: the sum. Returns the loop, its
-    matrix-unit and vector-unit cycles, and the queue cycles of the DMAs at its ends
-    (the zero tiles, keys and queries the first step waits for; the last store)."""
-    isz, g = ITEMSIZE[s.dtype], plan.heads
-    zeros = len(zero_tiles(s, plan))
-    loads, load_cycles = zeros, zeros * timing.dma_cycles(hw, isz)
-    transfer, dram = zeros * timing.dma_transfer_cycles(hw, isz), zeros * isz
-    steps = matrix = vector = store_cycles = stores = 0
-    busy = [0, 0]  # compute queue, vector queue
-    floor = 0.0
-    blocks = key_block_classes(s.t, plan.tk)
-    for rn, qcount in tile_splits(s.s, plan.rq):
-        qblocks = s.batch // g * qcount
-        q_bytes, o_bytes = rn * s.d * isz, rn * s.dv * isz
-        sq, sx = g * timing.dma_cycles(hw, o_bytes), g * timing.dma_transfer_cycles(hw, o_bytes)
-        stores += g * qblocks
-        store_cycles += qblocks * sq
-        for kn, first, last, kcount in blocks:
-            count = qblocks * kcount
-            blk = [kn * s.d * isz, kn * s.dv * isz]
-            if s.mask != MASK_NONE:
-                blk.append((1 if s.mask == MASK_ROW else rn) * kn * isz)
-            if first:
-                blk.append(q_bytes)
-            blk *= g
-            lq = sum(timing.dma_cycles(hw, b) for b in blk)
-            lx = sum(timing.dma_transfer_cycles(hw, b) for b in blk)
-            ph, on_vector = phase_cycles(hw, s, rn, kn, first, last, g, plan.out_t)
-            mm, vec = ph[1] + ph[3], ph[0] + ph[2] + ph[4]
-            c = mm + vec if on_vector else max(mm, vec)
-            floor += count * step_cycles(
-                hw, c, len(blk), lq, lx, sq if last else 0, sx if last else 0
-            )
-            steps += count
-            busy[0] += count * mm
-            busy[1] += count * vec
-            matrix += 0 if on_vector else count * mm
-            vector += count * (vec + (mm if on_vector else 0))
-            loads += count * len(blk)
-            load_cycles += count * lq
-            transfer += count * (lx + (sx if last else 0))
-            dram += count * (sum(blk) + (g * o_bytes if last else 0))
-    rn0, rn1 = min(plan.rq, s.s), s.s - (-(-s.s // plan.rq) - 1) * plan.rq
-    first = [min(plan.tk, s.t) * s.d * isz, rn0 * s.d * isz] * g
-    edge_dma = zeros * timing.dma_cycles(hw, isz) + sum(timing.dma_cycles(hw, b) for b in first)
-    edge_dma += g * timing.dma_cycles(hw, rn1 * s.dv * isz)
-    if not pipelined(hw, s, plan):
-        compute = busy[0] + busy[1]
-    else:
-        ends = [phase_cycles(hw, s, *e, g, plan.out_t)[0] for e in step_ends(s, plan)]
-        head, second, prev, tail = ends[0], ends[1:2], ends[-2:-1], ends[-1]
-        pre1 = second[0][0] if second and steps > 1 else 0
-        prev_mm2, prev_post = (prev[0][3], prev[0][4]) if prev and steps > 1 else (0, 0)
-        on_compute = head[0] + busy[0] + max(0, tail[2] - prev_mm2) + tail[4]
-        on_compute += pipeline_stalls(hw, s, plan)
-        on_vq = busy[1] + max(0, head[1] - pre1) + max(0, tail[3] - prev_post)
-        compute = max(on_compute, on_vq)
-    work = LoopWork(
-        steps,
-        compute,
-        loads,
-        load_cycles,
-        stores,
-        store_cycles,
-        transfer,
-        dram,
-        1,
-        math.ceil(floor),
-    )
-    return work, matrix, vector, edge_dma
+@dataclass(frozen=True)
+class AttnStep:
+    """One key block of one query block of one group of `heads` batch indices: the
+    unit of the pipeline. `stream`: the query block of a head group (the steps sharing
+    q, the statistics and the output tile)."""
+
+    group: int  # first batch index of the group
+    r0: int
+    rn: int
+    k0: int
+    kn: int
+    first: bool
+    last: bool
+    stream: int
 
 
-def attention_cycles(hw: Hardware, s: AttnShape, plan: AttnPlan) -> KernelCost:
-    """The kernel's price: the launch; the loads the first step waits for and their
-    latency; the pipeline (compute, or the DMA where that is the busier); the last
-    store and its latency."""
-    work, matrix, vector, edge_dma = attention_loop(hw, s, plan)
-    cost = loop_cycles(hw, work)
-    body = max(work.compute, cost.dma_cycles, work.floor)
-    cycles = hw.launch_cycles + body + edge_dma + 2 * hw.dram_latency_cycles
-    return replace(cost, cycles=cycles, matrix_cycles=matrix, vector_cycles=vector)
+def attention_steps(s: AttnShape, plan: AttnPlan, groups: int | None = None) -> list[AttnStep]:
+    """The steps in the order the backend runs them: head groups, query blocks, key
+    blocks (`groups`: only the first so many head groups)."""
+    n = s.batch // plan.heads if groups is None else groups
+    steps, stream = [], 0
+    for gi in range(n):
+        for r0 in range(0, s.s, plan.rq):
+            rn, k0 = min(plan.rq, s.s - r0), 0
+            for kn, first, last in key_blocks(s.t, plan.tk):
+                steps.append(AttnStep(gi * plan.heads, r0, rn, k0, kn, first, last, stream))
+                k0 += kn
+            stream += 1
+    return steps
+
+
+def step_events(lasts: Sequence[bool], overlap: bool) -> list[tuple[str, int]]:
+    """The program order of the pipeline's parts, (part, step): "k" the keys' loads
+    (two steps ahead: their slot is free once turned), "rest" q at a stream's first
+    step, mask and v (one step ahead), "front" the keys' transpose and the first
+    matmul, "back" the softmax and the second matmul, "post" the division and the
+    store of a stream's last step. `lasts`: whether each step ends its stream.
+    Pipelined (`overlap`), step n + 1's front comes before step n's back; otherwise
+    one step after the other."""
+    n_steps = len(lasts)
+    events = [("k", 0), ("rest", 0), *([("k", 1)] if n_steps > 1 else [])]
+    if not overlap:
+        for n in range(n_steps):
+            events += [("k", n + 2)] if n + 2 < n_steps else []
+            events += [("rest", n + 1)] if n + 1 < n_steps else []
+            events += [("front", n), ("back", n)] + ([("post", n)] if lasts[n] else [])
+        return events
+    events.append(("front", 0))
+    for n in range(n_steps):
+        events += [("k", n + 2)] if n + 2 < n_steps else []
+        events += [("rest", n + 1), ("front", n + 1)] if n + 1 < n_steps else []
+        events.append(("back", n))
+        events += [("post", n - 1)] if n >= 1 and lasts[n - 1] else []
+    return [*events, ("post", n_steps - 1)]
 
 
 def head_groups(hw: Hardware, s: AttnShape, tk: int) -> list[int]:
@@ -550,17 +436,6 @@ def candidates(hw: Hardware, s: AttnShape) -> list[AttnPlan]:
     ]
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def attention_plan(hw: Hardware, s: AttnShape) -> AttnPlan | None:
-    """The cheapest fitting tile shape by the timing formulas, or None if none fits."""
-    best, best_cycles = None, math.inf
-    for plan in candidates(hw, s):
-        cycles = attention_cycles(hw, s, plan).cycles
-        if cycles < best_cycles:
-            best, best_cycles = plan, cycles
-    return best
-
-
 def attention_shape(
     in_types: Sequence[TensorType], out: TensorType, scale: float, transpose_k: bool = True
 ) -> AttnShape:
@@ -581,21 +456,3 @@ def attention_shape(
         scale=float(scale),
         transpose_k=transpose_k,
     )
-
-
-def attention_cost(
-    hw: Hardware,
-    in_types: Sequence[TensorType],
-    out: TensorType,
-    attrs: Mapping[str, object],
-    unrunnable: int,
-) -> KernelCost:
-    """The attention kernel priced instruction by instruction, or `unrunnable` cycles
-    (infeasible) when no tile fits. kt is priced as the exporters write it (a
-    transposed view of k: one vector transpose per key block)."""
-    s = attention_shape(in_types, out, float(attrs.get("scale", 1.0)))  # type: ignore[arg-type]
-    plan = attention_plan(hw, s)
-    if plan is None:
-        nbytes = sum(t.nbytes for t in in_types) + out.nbytes
-        return KernelCost(unrunnable, 0, 0, 0, 0, nbytes, feasible=False)
-    return attention_cycles(hw, s, plan)

@@ -17,7 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from eqsat.attention_plan import attention_cost
+from eqsat.attention_plan import ATTENTION_OPS
+from eqsat.attention_price import attention_cost
 from eqsat.body_ops import body_ops
 from eqsat.custom_instr.price import instruction_cost
 from eqsat.ir.strides import Strides, broadcast_strides, nocopy_reshape, row_major
@@ -509,7 +510,7 @@ def op_cost(
         return cost
     if op_name == "cumsum":  # a scan kernel, planned instruction by instruction
         return scan_cost(hw, in_types[0], attrs, UNRUNNABLE_CYCLES)
-    if op_name in ("attention", "attention_masked"):  # flash attention, planned likewise
+    if op_name in ATTENTION_OPS:  # flash attention, planned likewise
         return attention_cost(hw, in_types, out, attrs, UNRUNNABLE_CYCLES)
     if op_name == "transpose" and not is_free_transpose(op_name, attrs):
         view = _transposed_view_cost(hw, out, attrs)

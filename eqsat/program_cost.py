@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from eqsat.attention_plan import ATTENTION_OPS
+from eqsat.attention_price import attention_cost
 from eqsat.concat_placement import Placement, concat_regions
 from eqsat.costs import (
     REDUCE_OPS,
@@ -165,6 +167,12 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         view = node.inputs[0]
         copy = view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
         return None if cost is None else add_costs([copy, cost])
+    if node.op in ATTENTION_OPS:  # kt turned on chip where it is a transposed view
+        turned = _kt_in_place(graph, node.inputs[1], facts) and not _unit(
+            graph, node.inputs[1], facts, -1
+        )
+        attrs = node.attr_dict
+        return attention_cost(hw, in_types, node.type, attrs, UNRUNNABLE_CYCLES, turned)
     stored = [_stored(graph, j, facts) for j in node.inputs]
     if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
         layout = [
@@ -275,9 +283,22 @@ def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
         and stream_ops(node.op, in_types, node.type, node.attr_dict) is not None
     ):
         return True
+    if node.op in ATTENTION_OPS and node.inputs[1:2] == (j,):  # kt: loaded as it lies
+        return _kt_in_place(graph, j, facts)  # where its rows or columns are contiguous
     if node.inputs[:1] != (j,) or j in node.inputs[1:]:
         return False
     return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
+
+
+def _unit(graph, j: int, facts: GraphFacts, axis: int) -> bool:
+    """Is value j contiguous along `axis` as stored (or one long)?"""
+    return graph.nodes[j].type.shape[axis] == 1 or _stored(graph, j, facts)[axis] == 1
+
+
+def _kt_in_place(graph, j: int, facts: GraphFacts) -> bool:
+    """Does the attention kernel load its kt operand j where it lies (backend/attention.py:
+    rows or columns contiguous), rather than a row-major copy of it?"""
+    return _unit(graph, j, facts, -1) or _unit(graph, j, facts, -2)
 
 
 def _read_alike(graph, j: int, prepared, facts: GraphFacts) -> bool:

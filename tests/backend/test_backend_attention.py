@@ -10,6 +10,7 @@ rules."""
 from __future__ import annotations
 
 from collections import Counter
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -19,13 +20,16 @@ from hypothesis import strategies as st
 from eqsat.attention_plan import (
     MASK_NONE,
     AttnPlan,
-    attention_cycles,
-    attention_loop,
-    attention_plan,
     attention_shape,
     fits,
     key_blocks,
     step_ops,
+)
+from eqsat.attention_price import (
+    attention_cycles,
+    attention_loop,
+    attention_plan,
+    attention_price,
 )
 from eqsat.costs import op_cost
 from eqsat.ir.graph import GraphBuilder
@@ -133,7 +137,21 @@ def test_simulated_equals_reference(c):
         kt_view=c["kt_view"],
         scale=c["scale"],
     )
-    _check(g, c["hw"], _bindings(g, c["seed"], c["mask"], c["fill"]))
+    planned = []
+
+    def spy(hw, s):
+        planned.append((hw, s, attention_plan(hw, s)))
+        return planned[-1][2]
+
+    with mock.patch("backend.attention.attention_plan", spy):
+        report, _ = _check(g, c["hw"], _bindings(g, c["seed"], c["mask"], c["fill"]))
+    # the price is the replay of the emitted instructions: the simulated cycles exactly
+    (hw, s, plan), sim = planned[0], _attention_kernel(report).cycles
+    assert attention_price(hw, s, plan).cycles == sim, (s, plan)
+
+
+def _attention_kernel(report):
+    return next(k for k in report.kernels if k.name.startswith("attention"))
 
 
 @pytest.mark.parametrize("fill", [-np.inf, -FLT_MAX])
