@@ -23,7 +23,7 @@ from .expr import Expr
 from .gemm import Gemm, sram_need
 from .space import Operand, Space
 from .tileexpr import bytes_per_element, leaf_class
-from .views import View
+from .views import RowsView, View
 
 if TYPE_CHECKING:
     from .compiler import Compiler
@@ -128,23 +128,32 @@ def epi_bytes(epi: Expr | None, leaves: list[View], space: Space, out: str, acc:
 
 
 def fold_batch_rows(
-    a: View, bs: list[View], out: View, leaves: list[View]
+    a: View, bs: list[View], out: View, leaves: list[View], runs: bool = False
 ) -> tuple[View, View, list[View]] | None:
     """[..., M, K] @ [K, N] as one [rows, K] @ [K, N] product (rows: the batch's M rows
     together), where every B is one matrix for all batch indices and the views merge
     without a copy: B's panels are then loaded once, not once per batch index, as
-    eqsat/costs.py prices such a product. (a, out, leaves) folded, or None."""
+    eqsat/costs.py prices such a product. (a, out, leaves) folded, or None. `runs`: an
+    epilogue operand whose rows do not merge (a window of a padded map) is folded as
+    a RowsView, loaded run by run (backend/tileexpr.py), where its tiles are full rows
+    or columns."""
     if len(out.shape) <= 2 or any(len(b.shape) != 2 for b in bs):
         return None
     if a.shape[:-1] != out.shape[:-1]:
         return None
     a2, out2 = as_rows(a, a.shape), as_rows(out, out.shape)
-    folded = [as_rows(v, out.shape) for v in leaves]
+    folded = [as_rows(v, out.shape) or (rows_of(v, out.shape) if runs else None) for v in leaves]
     if a2 is None or out2 is None or any(v is None for v in folded):
         return None
     if matrix_mode(a2) is None:
         return None
     return a2, out2, folded  # type: ignore[return-value]
+
+
+def rows_of(v: View, shape: tuple[int, ...]) -> RowsView | None:
+    """`v` broadcast to `shape` as [rows, last axis] in uniformly strided runs of rows
+    (RowsView), or None where its runs would not load as tiles."""
+    return RowsView.of(v.broadcast_to(shape))
 
 
 def as_rows(v: View, shape: tuple[int, ...]) -> View | None:
@@ -165,9 +174,16 @@ def add_gemm_kernel(
     choose_tile picks for `work`, the epilogue's operands broadcast over out (with a
     `prologue`, at a tile of one K step, A's rows normalized on chip; with a `norm`, at
     a tile of one N step, the output's rows normalized on chip)."""
-    folded = fold_batch_rows(a, [b], out, leaves)
+    folded = fold_batch_rows(a, [b], out, leaves, runs=True)
     if folded is not None:
+        runs = tuple(
+            f.run if isinstance(f, RowsView) else 0
+            for v, f in zip(leaves, folded[2], strict=True)
+            if v.numel > 1
+        )
         a, out, leaves = folded
+        if any(runs):  # as eqsat/program_cost.py prices them, for the same tile choice
+            work = replace(work, epilogue_runs=runs)
     batch, (m, n), k = out.shape[:-2], out.shape[-2:], a.shape[-1]
     g = Gemm(batch, m, n, k, a.dtype, acc_dtype(a.dtype))
     space = Space(out.shape, len(batch), len(batch) + 1)

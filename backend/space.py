@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hwsim.isa import DramRef
 
-from .views import LogicalBuffer, View
+from .views import LogicalBuffer, RowsView, View
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Operand:
     buf: LogicalBuffer
     offset: int
     strides: tuple[int, ...]
+    rows: RowsView | None = None  # rows of a 2-D space not one stride apart
 
     @property
     def dtype(self) -> str:
@@ -32,6 +33,10 @@ class Operand:
     @staticmethod
     def of(view: View, shape: tuple[int, ...]) -> Operand:
         """`view` broadcast to `shape` (numpy rules)."""
+        if isinstance(view, RowsView):
+            if view.shape != shape:
+                raise AssertionError(f"{view.shape} folded rows seen as {shape}")
+            return Operand(view.buf, view.offset, view.strides, view)
         v = view.broadcast_to(shape) if view.shape != shape else view
         return Operand(view.buf, v.offset, v.strides)
 
@@ -45,6 +50,8 @@ class Pos:
     cols: int
 
     def offset(self, op: Operand) -> int:
+        if op.rows is not None:  # a 2-D space: (row, column)
+            return op.offset + op.rows.row_offset(self.index[0]) + self.index[1] * op.strides[1]
         return op.offset + sum(i * s for i, s in zip(self.index, op.strides, strict=True))
 
 

@@ -49,6 +49,8 @@ FULL, ROW, COL, TR, IMM = "full", "row", "col", "tr", "imm"
 def leaf_class(op: Operand, space: Space, rt: int, ct: int) -> str | None:
     """How `op` is loaded for rt x ct tiles of `space` (None: only with rt = 1)."""
     sr, sc = op.strides[space.row], op.strides[space.col]
+    if op.rows is not None and (sr == 0 or sc not in (0, 1)):
+        return None  # folded rows load run by run, as full tiles or columns only
     if ct == 1 or sc == 1:
         return ROW if rt > 1 and sr == 0 else FULL
     if sc == 0:
@@ -248,6 +250,14 @@ class TileExpr:
             rn, cn, off = pos.rows, pos.cols, pos.offset(op)
             sr, sc = op.strides[self.space.row], op.strides[self.space.col]
             t = self.slots[i][slot]
+            if op.rows is not None and c in (FULL, COL):  # one DMA per run of rows
+                cols = cn if c == FULL else 1
+                whole = sub(t, rn, cols)  # dense, as the compute reads it
+                for r, count in op.rows.runs(pos.index[0], rn):
+                    at = Pos((r, pos.index[1]), count, cols).offset(op)
+                    tile = offset_tile(whole, r - pos.index[0], 0, count, cols)
+                    out.append((tile, dram(op, at, count, cols, sr)))
+                continue
             if c == FULL:
                 out.append((sub(t, rn, cn), dram(op, off, rn, cn, sr)))
             elif c == ROW:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from eqsat.ir.strides import nocopy_reshape, row_major
+from eqsat.ir.strides import nocopy_reshape, row_major, row_runs
 
 
 @dataclass(eq=False)
@@ -93,6 +93,51 @@ class View:
             return View(self.buf, self.offset, tuple(shape), row_major(shape))
         strides = nocopy_reshape(self.shape, self.strides, tuple(shape))
         return None if strides is None else View(self.buf, self.offset, tuple(shape), strides)
+
+
+@dataclass(frozen=True)
+class RowsView(View):
+    """A [rows, cols] view whose rows no single stride walks: row r lies at
+    offset + sum(unravel(r, row_shape) * row_strides), its columns `strides[1]` apart
+    (a GEMM's batch rows folded over an operand such as a window of a padded map).
+    `strides[0]` is the innermost row axis's: rows are uniformly strided in runs of
+    `run` (row_shape's merged innermost axes). Kernels load it run by run."""
+
+    row_shape: tuple[int, ...] = ()
+    row_strides: tuple[int, ...] = ()
+
+    @property
+    def run(self) -> int:
+        return self.row_shape[-1]
+
+    def row_offset(self, r: int) -> int:
+        """Elements from `offset` to the start of row r."""
+        off = 0
+        for d, st in zip(reversed(self.row_shape), reversed(self.row_strides), strict=True):
+            r, i = divmod(r, d)
+            off += i * st
+        return off
+
+    def runs(self, r0: int, rows: int) -> list[tuple[int, int]]:
+        """(first row, count) of the uniformly strided runs rows [r0, r0 + rows) split into."""
+        out, r, end = [], r0, r0 + rows
+        while r < end:
+            nxt = min(end, (r // self.run + 1) * self.run)
+            out.append((r, nxt - r))
+            r = nxt
+        return out
+
+    @staticmethod
+    def of(view: View) -> RowsView | None:
+        """`view`'s leading axes as rows in runs (eqsat/ir/strides.py row_runs), or None
+        where they do not load run by run."""
+        runs = row_runs(view.shape, view.strides)
+        if runs is None:
+            return None
+        row_shape, row_strides = runs
+        shape = (math.prod(view.shape[:-1]), view.shape[-1])
+        strides = (row_strides[-1], view.strides[-1])
+        return RowsView(view.buf, view.offset, shape, strides, row_shape, row_strides)
 
 
 def inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:

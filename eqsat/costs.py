@@ -170,7 +170,9 @@ def kernel_work(
             # extraction pick the slower of the two (rules/layout.rules test)
             b_transposed=False,
             channel_axis="n" if _per_channel_requantize(op) else "",
-            epilogue_loads=_epilogue_loads(op, in_types, out, gemms, name in ("conv2d", "qconv2d"))
+            epilogue_loads=_epilogue_loads(
+                op, in_types, out, gemms, name in ("conv2d", "qconv2d"), folded=batch == 1
+            )
             + sums_loads,
         )
     kind = "layout" if op.kind is OpKind.LAYOUT else "vector"
@@ -228,12 +230,18 @@ def _per_channel_requantize(op: OpDef) -> bool:
 
 
 def _epilogue_loads(
-    op: OpDef, in_types: Sequence[TensorType], out: TensorType, gemms: int, conv: bool
+    op: OpDef,
+    in_types: Sequence[TensorType],
+    out: TensorType,
+    gemms: int,
+    conv: bool,
+    folded: bool = False,
 ) -> tuple[tuple[bool, bool, int], ...]:
     """The operands a fused matrix kernel's epilogue loads per output tile (those after
     the products' own, scalars aside), as KernelWork.epilogue_loads: along m and n of
-    the GEMM (a matmul's output rows and columns; a convolution's pixels and output
-    channels, its implicit GEMM)."""
+    the GEMM (a matmul's output rows and columns, every leading axis of the output
+    its rows where the batch is `folded` into one product; a convolution's pixels and
+    output channels, its implicit GEMM)."""
     if op.kind is not OpKind.FUSED or not out.rank:
         return ()
     loads = []
@@ -244,7 +252,8 @@ def _epilogue_loads(
         if conv:  # [N, O, HO, WO]: m the pixels, n the channels
             on_m, on_n = dims[-1] > 1 or dims[-2] > 1, dims[-3] > 1
         else:
-            on_m, on_n = out.rank > 1 and dims[-2] > 1, dims[-1] > 1
+            rows = dims[:-1] if folded else dims[-2:-1]
+            on_m, on_n = any(d > 1 for d in rows), dims[-1] > 1
         loads.append((on_m, on_n, t.dtype.itemsize))
     return tuple(loads)
 
@@ -320,12 +329,14 @@ def streamed_cost(
     operand, the strides it is laid out with where not row-major (a view)."""
     if op_name == "requantize_ch" and out.rank:  # per-channel instructions (spatial_plan)
         return kernel_cost(hw, [requantize_ch_stream(in_types, out, attrs)])
+    layout = list(stored) + [None] * (len(in_types) - len(stored))
     if out.rank and any(t.dtype.value != "f32" for t in (*in_types, out)):
         body = body_ops(op_name, in_types, out, attrs)  # a fused kernel with integer edges
         if body is not None:
-            arrays = [t for t in in_types if t.numel > 1]
             leaves = tuple(
-                (broadcast_strides(t.shape, out.shape), t.dtype.itemsize) for t in arrays
+                (_leaf_strides(t.shape, out.shape, st), t.dtype.itemsize)
+                for t, st in zip(in_types, layout, strict=True)
+                if t.numel > 1
             )
             stream = Stream(
                 out.shape,
@@ -346,7 +357,6 @@ def streamed_cost(
     arrays = [k for k, t in enumerate(in_types) if t.numel > 1]
     if not arrays or (len(arrays) < len(in_types) and not _folds_scalars(op_name, ops)):
         return None
-    layout = list(stored) + [None] * (len(in_types) - len(stored))
     leaves = tuple(
         (_leaf_strides(in_types[k].shape, out.shape, layout[k]), in_types[k].dtype.itemsize)
         for k in arrays
@@ -496,7 +506,12 @@ def op_cost(
     in_types: Sequence[TensorType],
     out: TensorType,
     attrs: Mapping[str, AttrValue],
+    epilogue_runs: tuple[int, ...] = (),
 ) -> KernelCost | None:
+    """The cycles of op_name as one kernel on `hw` (None: no kernel runs), its operands
+    row-major (eqsat/program_cost.py knows better where a graph stores them otherwise:
+    `epilogue_runs`, a matrix kernel's epilogue operands loaded in runs of rows,
+    KernelWork.epilogue_runs)."""
     custom = instruction_cost(hw, op_name, in_types, out)
     if custom is not None:  # a declared instruction of this hardware (eqsat/custom_instr)
         return custom
@@ -548,6 +563,7 @@ def op_cost(
             plan = wq_split(hw, work)
             if plan is not None:
                 return split_cost(hw, work, plan)
+        work = replace(work, epilogue_runs=epilogue_runs)
         return gemm_cost(hw, op_name, in_types, out, attrs, work)
     if op_name in ROW_KINDS or op_name in ROW_QUANT_OPS:
         return _row_cost(hw, op_name, in_types, out, attrs)

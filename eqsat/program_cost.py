@@ -29,7 +29,7 @@ from eqsat.costs import (
     view_kind,
     zero_point_sums_cost,
 )
-from eqsat.ir.strides import Strides, nocopy_reshape, row_major
+from eqsat.ir.strides import Strides, broadcast_strides, nocopy_reshape, row_major, row_runs
 from eqsat.ir.types import TensorType
 from eqsat.ops import OpKind
 from eqsat.ops.winograd import CONV_EPILOGUES
@@ -173,6 +173,9 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         )
         attrs = node.attr_dict
         return attention_cost(hw, in_types, node.type, attrs, UNRUNNABLE_CYCLES, turned)
+    runs = _epilogue_runs(graph, i, facts)
+    if any(runs):
+        return op_cost(hw, node.op, in_types, node.type, node.attr_dict, runs)
     stored = [_stored(graph, j, facts) for j in node.inputs]
     if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
         layout = [
@@ -288,6 +291,29 @@ def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
     if node.inputs[:1] != (j,) or j in node.inputs[1:]:
         return False
     return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
+
+
+def _epilogue_runs(graph, i: int, facts: GraphFacts) -> tuple[int, ...]:
+    """KernelWork.epilogue_runs of matrix kernel i whose batch rows fold into one
+    product: for each epilogue operand it loads (costs._epilogue_loads' order), the
+    rows of a run where, as stored, its rows do not merge into one stride (the backend
+    loads it run by run: backend/gemm_kernel.py fold_batch_rows), else 0."""
+    node = graph.nodes[i]
+    op = node.opdef
+    if op.kind is not OpKind.FUSED or node.type.rank <= 2:
+        return ()
+    in_types = [graph.nodes[j].type for j in node.inputs]
+    work = kernel_work(node.op, in_types, node.type, node.attr_dict)
+    if work is None or work.kind != "matmul" or work.batch != 1 or work.m == node.type.shape[-2]:
+        return ()
+    runs = []
+    for j, t in zip(node.inputs[1 + work.gemms :], in_types[1 + work.gemms :], strict=True):
+        if t.numel <= 1:
+            continue
+        strides = broadcast_strides(t.shape, node.type.shape, _stored(graph, j, facts))
+        rows = row_runs(node.type.shape, strides)
+        runs.append(rows[0][-1] if rows is not None and len(rows[0]) > 1 else 0)
+    return tuple(runs)
 
 
 def _unit(graph, j: int, facts: GraphFacts, axis: int) -> bool:

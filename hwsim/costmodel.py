@@ -104,6 +104,10 @@ class KernelWork:
     # along m, varies along n, item size): a bias is one row or column of the tile, a
     # residual the whole tile (hwsim/gemm_queues.py; the closed form leaves them out)
     epilogue_loads: tuple[tuple[bool, bool, int], ...] = ()
+    # the rows of each of those that come in uniformly strided runs (a residual that is
+    # a window of a padded map, backend/views.py RowsView): one DMA per run of a tile's
+    # rows; 0 (or absent): the tile's rows in one DMA
+    epilogue_runs: tuple[int, ...] = ()
     # matmul: B stored as b_bits-bit integers (4: packed two per byte) with one scale of
     # b_scale_bytes (f32 4, bf16 2) per b_group rows, dequantized on its way into SRAM
     # (hwsim/wq.py, isa.LoadDq): DRAM moves the packed bytes and the scales, SRAM holds

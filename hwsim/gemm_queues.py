@@ -244,11 +244,16 @@ def gemm_program(
         turned = w.patch_b or w.b_transposed  # B tiles turned on chip
         return w.gemms * timing.vector_cycles(hw, rk * rn, "transpose") if turned else 0
 
-    def operand_dmas(rm: int, rn: int) -> list[int]:
-        return [
-            timing.dma_cycles(hw, (rm if on_m else 1) * (rn if on_n else 1) * size)
-            for on_m, on_n, size in w.epilogue_loads
-        ]
+    def operand_dmas(m0: int, rm: int, rn: int) -> list[int]:
+        out = []
+        for j, (on_m, on_n, size) in enumerate(w.epilogue_loads):
+            row = (rn if on_n else 1) * size
+            run = w.epilogue_runs[j] if j < len(w.epilogue_runs) else 0
+            if on_m and run:  # one DMA per run of rows (KernelWork.epilogue_runs)
+                out += [timing.dma_cycles(hw, r * row) for r in _segments(m0, rm, run)]
+            else:
+                out.append(timing.dma_cycles(hw, (rm if on_m else 1) * row))
+        return out
 
     ops_per_output = round(w.vector_ops / outputs)
 
@@ -309,7 +314,7 @@ def gemm_program(
                         dmas += b_dmas(k0, rk, n0, rn)
                     kgen = pipe.load("k", dmas)
                     if j == 0:  # the epilogue's operands after what the first product needs
-                        egen = pipe.load("e", operand_dmas(rm, rn), pend=False)
+                        egen = pipe.load("e", operand_dmas(m0, rm, rn), pend=False)
                         if tail is not None and params is None:  # loaded once
                             params = [prog.add(LOAD, c) for c in tail.param_loads]
                     turn = 0 if b_res else b_turn(rk, rn)

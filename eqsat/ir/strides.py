@@ -17,9 +17,12 @@ def row_major(shape: Sequence[int]) -> Strides:
     return tuple(reversed(out))
 
 
-def broadcast_strides(shape: Sequence[int], to: Sequence[int]) -> Strides:
-    """Strides of a row-major tensor of `shape` broadcast to `to` (0 where it repeats)."""
-    own = row_major(shape)
+def broadcast_strides(
+    shape: Sequence[int], to: Sequence[int], strides: Strides | None = None
+) -> Strides:
+    """Strides of a tensor of `shape` (row-major, or `strides`) broadcast to `to` (0
+    where it repeats)."""
+    own = row_major(shape) if strides is None else strides
     extra = len(to) - len(shape)
     return (0,) * extra + tuple(
         0 if d == 1 and t != 1 else s for d, s, t in zip(shape, own, to[extra:], strict=True)
@@ -43,6 +46,20 @@ def coalesce(shape: Sequence[int], strides: list[Strides]) -> tuple[Strides, lis
     if not dims:
         return (1,), [(1,) for _ in strides]
     return tuple(dims), [tuple(s) for s in strs]
+
+
+def row_runs(shape: Sequence[int], strides: Strides) -> tuple[Strides, Strides] | None:
+    """A view's leading axes (all but the last) as the rows of a [rows, last] matrix:
+    (row shape, row strides), neighbours merged where their strides chain, so that
+    rows come uniformly strided in runs of the innermost extent (one run: a plain
+    reshape). None where a run's rows would not load as one DMA of a tile: rows that
+    repeat (stride 0), or a last axis neither contiguous nor broadcast."""
+    if not shape or strides[-1] not in (0, 1):
+        return None
+    dims, (strs,) = coalesce(shape[:-1], [strides[:-1]])
+    if len(dims) > 1 and strs[-1] == 0:
+        return None
+    return dims, strs
 
 
 def nocopy_reshape(
