@@ -110,6 +110,14 @@ class RowsView(View):
     def run(self) -> int:
         return self.row_shape[-1]
 
+    def _strided_only(self, *_args) -> View:
+        raise AssertionError(f"{self.buf.label}: folded rows are no strided view to re-view")
+
+    permute = slice = reshape = _strided_only  # only kernels' loads read it (tileexpr)
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> View:
+        return self if tuple(shape) == self.shape else self._strided_only()
+
     def row_offset(self, r: int) -> int:
         """Elements from `offset` to the start of row r."""
         off = 0
