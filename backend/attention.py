@@ -38,6 +38,7 @@ from eqsat.attention_plan import (
     op_gemv,
     part_region,
     pipelined,
+    rescales_output,
     sram_tiles,
     step_events,
     step_phases,
@@ -227,7 +228,7 @@ def emit_attention(
                 instrs += gemv_step(kb.hw, t[op.dst], t[op.a], t[op.b], op.mode)  # type: ignore[index]
             else:
                 ins = _instr(op, t, part, vector)
-                if rescale and op.dst == "oacc" and op.kind != "matmul":  # after mm2(n - 1)
+                if rescale and rescales_output(op):  # after mm2(n - 1)
                     ins, rescale = dataclasses.replace(ins, wait=(tok["ov"],)), False
                 instrs.append(ins)
         instrs[0] = dataclasses.replace(instrs[0], wait=(*instrs[0].wait, *wait))

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from eqsat.ir.strides import nocopy_reshape, row_major, row_runs
+from hwsim.gemm_queues import segments
 
 
 @dataclass(eq=False)
@@ -128,12 +129,7 @@ class RowsView(View):
 
     def runs(self, r0: int, rows: int) -> list[tuple[int, int]]:
         """(first row, count) of the uniformly strided runs rows [r0, r0 + rows) split into."""
-        out, r, end = [], r0, r0 + rows
-        while r < end:
-            nxt = min(end, (r // self.run + 1) * self.run)
-            out.append((r, nxt - r))
-            r = nxt
-        return out
+        return segments(r0, rows, self.run)
 
     @staticmethod
     def of(view: View) -> RowsView | None:

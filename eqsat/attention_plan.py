@@ -180,6 +180,12 @@ def step_ops(
     return ops
 
 
+def rescales_output(op: AttnOp) -> bool:
+    """Does `op` rescale the output accumulator (o * alpha)? The first such op of a step
+    waits until the previous step's second product has written it."""
+    return op.dst == "oacc" and op.kind != "matmul"
+
+
 _TURNED = (("s", "pt"), ("v", "vt"))  # out_t: p and v turned for the transposed product
 
 

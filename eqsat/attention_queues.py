@@ -41,6 +41,7 @@ from .attention_plan import (
     op_cycles,
     op_gemv,
     pipelined,
+    rescales_output,
     step_events,
     step_phases,
     tile_dims,
@@ -129,7 +130,7 @@ def attention_program(
             matmul = op.kind == "matmul"
             queue = VECTOR if vector and not matmul else COMPUTE
             i = p.add(queue, op_cycles(hw, s, op, dims, st.rn, st.kn, plan.out_t), not matmul)
-            if rescale and op.dst == "oacc" and not matmul:  # after mm2 of the step before
+            if rescale and rescales_output(op):  # after mm2 of the step before
                 p.wait(i, ["ov"])
                 rescale = False
             ids.append(i)
@@ -137,9 +138,7 @@ def attention_program(
         p.signal(ids[-1], *signal)
         return ids[-1]
 
-    zero_waits: list[str] = []
-    if zero_tiles(s, plan):
-        zero_waits = load("z", [isz] * len(zero_tiles(s, plan)))[1]
+    zero_waits = load("z", [isz] * len(zero_tiles(s, plan)))[1]  # no zero tiles: no waits
     kgen: dict[int, tuple] = {}
     rest: dict[int, dict[str, tuple]] = {}
     qgens: dict[int, tuple | None] = {}
@@ -219,8 +218,9 @@ def replayed_cycles(hw: Hardware, s: AttnShape, plan: AttnPlan) -> int:
     groups adds what the last replayed pair added (slots alternate, so the steady
     state repeats every two groups)."""
     groups = s.batch // plan.heads
-    per_group = len(attention_program(hw, s, plan, 1).queue)
-    n = max(MIN_GROUPS, REPLAY_BUDGET // per_group)
+    n = MIN_GROUPS
+    if groups > n + 1:
+        n = max(n, REPLAY_BUDGET // len(attention_program(hw, s, plan, 1).queue))
     if groups <= n + 1:
         return hw.launch_cycles + round(run_queues(hw, attention_program(hw, s, plan)))
     n += (groups - n) % 2

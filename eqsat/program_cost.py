@@ -168,9 +168,8 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         copy = view_copy_cost(hw, graph.nodes[view].type, _stored(graph, view, facts))
         return None if cost is None else add_costs([copy, cost])
     if node.op in ATTENTION_OPS:  # kt turned on chip where it is a transposed view
-        turned = _kt_in_place(graph, node.inputs[1], facts) and not _unit(
-            graph, node.inputs[1], facts, -1
-        )
+        kt = node.inputs[1]
+        turned = not _unit(graph, kt, facts, -1) and _unit(graph, kt, facts, -2)
         attrs = node.attr_dict
         return attention_cost(hw, in_types, node.type, attrs, UNRUNNABLE_CYCLES, turned)
     runs = _epilogue_runs(graph, i, facts)
@@ -304,7 +303,7 @@ def _epilogue_runs(graph, i: int, facts: GraphFacts) -> tuple[int, ...]:
         return ()
     in_types = [graph.nodes[j].type for j in node.inputs]
     work = kernel_work(node.op, in_types, node.type, node.attr_dict)
-    if work is None or work.kind != "matmul" or work.batch != 1 or work.m == node.type.shape[-2]:
+    if work is None or work.kind != "matmul" or work.batch != 1:
         return ()
     runs = []
     for j, t in zip(node.inputs[1 + work.gemms :], in_types[1 + work.gemms :], strict=True):

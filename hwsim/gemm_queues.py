@@ -22,7 +22,6 @@ an operand whose rows are contiguous in DRAM (a producer that wrote NHWC).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Protocol
 
 from . import timing
@@ -135,19 +134,21 @@ class RowsTail(Protocol):
     def chunks(self, rows: int) -> list[tuple[int, int]]: ...
 
 
-def _segments(start: int, size: int, run: int) -> Iterator[int]:
-    """Sizes of the pieces [start, start + size) splits into at multiples of `run`."""
-    p, end = start, start + size
+def segments(start: int, size: int, run: int) -> list[tuple[int, int]]:
+    """(first, count) of the pieces [start, start + size) splits into at multiples of
+    `run` (a patch's rows of pixels or kernel rows; a folded operand's runs of rows)."""
+    out, p, end = [], start, start + size
     while p < end:
         q = min(end, (p // run + 1) * run)
-        yield q - p
+        out.append((p, q - p))
         p = q
+    return out
 
 
 def _patch_dmas(hw: Hardware, s: int, patch: tuple, r0: int, rn: int, c0: int, cn: int):
     """backend/contract.py PatchLoader: one DMA per (output-row run, kernel-row run)."""
-    rows, cols = list(_segments(r0, rn, patch[0])), list(_segments(c0, cn, patch[1]))
-    return [timing.dma_cycles(hw, r * c * s) for r in rows for c in cols]
+    rows, cols = segments(r0, rn, patch[0]), segments(c0, cn, patch[1])
+    return [timing.dma_cycles(hw, r * c * s) for _, r in rows for _, c in cols]
 
 
 def first_pieces(
@@ -250,7 +251,7 @@ def gemm_program(
             row = (rn if on_n else 1) * size
             run = w.epilogue_runs[j] if j < len(w.epilogue_runs) else 0
             if on_m and run:  # one DMA per run of rows (KernelWork.epilogue_runs)
-                out += [timing.dma_cycles(hw, r * row) for r in _segments(m0, rm, run)]
+                out += [timing.dma_cycles(hw, r * row) for _, r in segments(m0, rm, run)]
             else:
                 out.append(timing.dma_cycles(hw, (rm if on_m else 1) * row))
         return out
