@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from eqsat.costs import conv_form
 from eqsat.ir.graph import Graph
+from eqsat.ir.strides import keeps_last_axis
 from eqsat.ops import REGISTRY, OpKind
 from eqsat.ops.fused import contraction_of as contraction_op
 from eqsat.spatial_plan import conv_of, is_pointwise
@@ -102,7 +103,7 @@ def layout_prefs(
         }
         if len(perms) == 1 and None not in perms:
             perm = tuple(perms.pop())  # type: ignore[arg-type]
-            if stored_any or kind in _ANY_ORDER or perm[-1] == len(perm) - 1:
+            if stored_any or kind in _ANY_ORDER or keeps_last_axis(perm):
                 prefs[i] = perm
     _pack_weight_params(graph, users, live, outputs, prefs)
     return prefs

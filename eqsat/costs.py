@@ -21,7 +21,13 @@ from eqsat.attention_plan import ATTENTION_OPS
 from eqsat.attention_price import attention_cost
 from eqsat.body_ops import body_ops
 from eqsat.custom_instr.price import instruction_cost
-from eqsat.ir.strides import Strides, broadcast_strides, nocopy_reshape, row_major
+from eqsat.ir.strides import (
+    Strides,
+    broadcast_strides,
+    keeps_last_axis,
+    nocopy_reshape,
+    row_major,
+)
 from eqsat.ir.types import DType, TensorType
 from eqsat.norm_epilogue import NORM_EPILOGUE, norm_epilogue_cost, whole_rows_apply
 from eqsat.norm_prologue import NORM_MATMUL, norm_matmul_cost
@@ -90,8 +96,7 @@ def is_free_transpose(op_name: str, attrs: Mapping[str, AttrValue]) -> bool:
     producers write straight into it."""
     if op_name != "transpose":
         return False
-    perm = tuple(attrs["perm"])  # type: ignore[arg-type]
-    return len(perm) < 2 or perm[-1] == len(perm) - 1
+    return keeps_last_axis(tuple(attrs["perm"]))  # type: ignore[arg-type]
 
 
 def _transposed_view_cost(hw: Hardware, out: TensorType, attrs) -> KernelCost | None:

@@ -48,6 +48,12 @@ def coalesce(shape: Sequence[int], strides: list[Strides]) -> tuple[Strides, lis
     return tuple(dims), [tuple(s) for s in strs]
 
 
+def keeps_last_axis(perm: Sequence[int]) -> bool:
+    """Does a transpose by `perm` keep the contiguous (last) axis last? (Any perm of
+    fewer than two axes does.)"""
+    return len(perm) < 2 or perm[-1] == len(perm) - 1
+
+
 def row_runs(shape: Sequence[int], strides: Strides) -> tuple[Strides, Strides] | None:
     """A view's leading axes (all but the last) as the rows of a [rows, last] matrix:
     (row shape, row strides), neighbours merged where their strides chain, so that

@@ -47,3 +47,19 @@ def test_a_transposed_weight_is_stored_transposed(hw_name, dtype, m):
     sim = result.report.cycles
     assert abs(model - sim) / sim < 0.05, (model, sim)
     np.testing.assert_array_equal(compiled.feeds(bindings)["w"], bindings["w"].T)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_value_read_only_by_a_transpose_of_fewer_than_two_axes(rank):
+    """A transpose of a scalar or a vector keeps its one axis: the layout choice takes
+    it as the identity (it indexed the permutation's last axis, and a scalar has none)."""
+    b = GraphBuilder("t")
+    x = b.leaf("input", "x", TensorType(DType.F32, (5,) * rank))
+    y = b.add("add_relu", [x, x])  # a fused kernel: its layout follows its one reader
+    b.output("y", b.add("transpose", [y], {"perm": tuple(range(rank))}))
+    graph = b.graph
+    bindings = random_bindings(graph, 0)
+    hw = load_hardware("edge")
+    compiled = compile_graph(graph, hw)
+    result = simulate(compiled.program, hw, compiled.feeds(bindings))
+    assert_matches(graph, compiled.results(result.outputs), reference(graph, bindings))
