@@ -325,13 +325,17 @@ def streamed_cost(
     out: TensorType,
     attrs: Mapping[str, AttrValue],
     stored: Sequence[Strides | None] = (),
+    out_stored: Strides | None = None,
 ) -> KernelCost | None:
     """An elementwise op whose instructions are known (stream_ops) as the backend's
     streaming kernel runs it (eqsat/spatial_plan.py stream_plan: its tiles, the
     broadcast operands it loads with every tile, each step through the simulator's
     queues); None for other ops. f32 only, but for the comparisons, logic and selects
     (one ALU pass whatever the dtype: bool masks, their operands). `stored`: per
-    operand, the strides it is laid out with where not row-major (a view)."""
+    operand, the strides it is laid out with where not row-major (a view);
+    `out_stored`: the result's, where the kernel writes it transposed
+    (backend/layouts.py)."""
+    out_strides = row_major(out.shape) if out_stored is None else out_stored
     if op_name == "requantize_ch" and out.rank:  # per-channel instructions (spatial_plan)
         return kernel_cost(hw, [requantize_ch_stream(in_types, out, attrs)])
     layout = list(stored) + [None] * (len(in_types) - len(stored))
@@ -344,12 +348,7 @@ def streamed_cost(
                 if t.numel > 1
             )
             stream = Stream(
-                out.shape,
-                row_major(out.shape),
-                out.dtype.itemsize,
-                leaves,
-                body.ops,
-                body.intermediates,
+                out.shape, out_strides, out.dtype.itemsize, leaves, body.ops, body.intermediates
             )
             return kernel_cost(hw, [stream])
     ops = stream_ops(op_name, in_types, out, attrs)
@@ -366,9 +365,7 @@ def streamed_cost(
         (_leaf_strides(in_types[k].shape, out.shape, layout[k]), in_types[k].dtype.itemsize)
         for k in arrays
     )
-    stream = Stream(
-        out.shape, row_major(out.shape), out.dtype.itemsize, leaves, ops, _off_spine(op_name)
-    )
+    stream = Stream(out.shape, out_strides, out.dtype.itemsize, leaves, ops, _off_spine(op_name))
     return kernel_cost(hw, [stream])
 
 

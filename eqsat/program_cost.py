@@ -102,7 +102,44 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
         dram += cost.dram_bytes
         kernels += 1
         infeasible += not cost.feasible
+    for copy in _output_copies(graph, hw, facts, prepared):
+        cycles, dram, kernels = cycles + copy.cycles, dram + copy.dram_bytes, kernels + 1
     return ProgramCost(cycles, dram, kernels, infeasible)
+
+
+def _output_copies(graph, hw: Hardware, facts: GraphFacts, prepared) -> list[KernelCost]:
+    """The copy kernels backend/compiler.py `outputs` adds: a graph output takes the
+    buffer of its value only where that is the whole row-major buffer a kernel wrote,
+    and a buffer goes to one output. A leaf (an input, a param, a constant), a weight
+    prepared at load time, a view (a slice, a broadcast, a transpose no kernel stored
+    transposed) and a buffer another output took are copied. (A window kernel's
+    channels-last result is copied out too, priced with the kernel: graph_op_cost.)"""
+    copies, taken = [], set()
+    for _, i in graph.outputs:
+        node = graph.nodes[i]
+        if i not in taken and _channels_last(graph, i, facts, views=False):
+            taken.add(i)
+            continue
+        stored = _stored(graph, i, facts)
+        buffer = _kernel_buffer(graph, i, prepared)
+        if buffer is None or buffer in taken or stored != row_major(node.type.shape):
+            copies.append(view_copy_cost(hw, node.type, stored))
+        else:
+            taken.add(buffer)
+    return copies
+
+
+def _kernel_buffer(graph, i: int, prepared) -> int | None:
+    """The kernel result whose whole buffer value i is, through reshapes, transposes
+    and slices and broadcasts that keep the shape (None: a leaf, a prepared weight, a
+    part or a broadcast of a value)."""
+    node = graph.nodes[i]
+    while node.op in VIEW_OPS:
+        operand = graph.nodes[node.inputs[0]]
+        if node.op in ("slice", "broadcast") and operand.type.shape != node.type.shape:
+            return None
+        i, node = node.inputs[0], operand
+    return None if node.is_leaf or i in prepared else i
 
 
 @dataclass(frozen=True)
@@ -176,11 +213,13 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
     if any(runs):
         return op_cost(hw, node.op, in_types, node.type, node.attr_dict, runs)
     stored = [_stored(graph, j, facts) for j in node.inputs]
-    if any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
+    written = _written_transposed(graph, i, facts)
+    if written or any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
         layout = [
             None if st == row_major(t.shape) else st for st, t in zip(stored, in_types, strict=True)
         ]
-        streamed = streamed_cost(hw, node.op, in_types, node.type, node.attr_dict, layout)
+        attrs = node.attr_dict
+        streamed = streamed_cost(hw, node.op, in_types, node.type, attrs, layout, written)
         if streamed is not None:  # an elementwise kernel streams views as they lie
             return streamed
     if node.op in REDUCE_OPS and _channels_last(graph, node.inputs[0], facts, views=False):
@@ -226,6 +265,22 @@ def _stored(graph, j: int, facts: GraphFacts) -> Strides:
     if _channels_last(graph, j, facts, views=False):
         return nhwc_strides(node.type.shape)
     return row_major(node.type.shape)
+
+
+def _written_transposed(graph, k: int, facts: GraphFacts) -> Strides | None:
+    """The strides an elementwise kernel writes value k with where backend/layouts.py
+    stores it transposed (every reader transposes it alike), else None."""
+    node = graph.nodes[k]
+    if node.is_leaf or node.opdef.kind not in (OpKind.ELEMENTWISE, OpKind.QUANT):
+        return None
+    if k in facts.outputs or not _transposed_alike(graph, k, facts):
+        return None
+    perm = tuple(graph.nodes[facts.readers(k)[0]].attr("perm"))  # type: ignore[arg-type]
+    stored = row_major(tuple(node.type.shape[p] for p in perm))
+    strides = [0] * len(perm)
+    for t, axis in enumerate(perm):
+        strides[axis] = stored[t]
+    return tuple(strides)
 
 
 def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
