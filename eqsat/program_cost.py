@@ -29,7 +29,15 @@ from eqsat.costs import (
     view_kind,
     zero_point_sums_cost,
 )
-from eqsat.ir.strides import Strides, broadcast_strides, nocopy_reshape, row_major, row_runs
+from eqsat.ir.strides import (
+    Strides,
+    broadcast_strides,
+    is_row_major,
+    nocopy_reshape,
+    row_major,
+    row_runs,
+    same_layout,
+)
 from eqsat.ir.types import TensorType
 from eqsat.ops import OpKind
 from eqsat.ops.winograd import CONV_EPILOGUES
@@ -122,7 +130,7 @@ def _output_copies(graph, hw: Hardware, facts: GraphFacts, prepared) -> list[Ker
             continue
         stored = _stored(graph, i, facts)
         buffer = _kernel_buffer(graph, i, prepared)
-        if buffer is None or buffer in taken or stored != row_major(node.type.shape):
+        if buffer is None or buffer in taken or not is_row_major(node.type.shape, stored):
             copies.append(view_copy_cost(hw, node.type, stored))
         else:
             taken.add(buffer)
@@ -194,10 +202,16 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
             hw, [t for t, _ in parts], node.type, node.attr_dict, [st for _, st in parts]
         )
     if node.op == "transpose" and not is_free_transpose(node.op, node.attr_dict):
-        readers = [u for u in facts.readers(i) if not _copies_row_operand(graph, u, i, facts)]
+        if is_row_major(node.type.shape, _stored(graph, i, facts)):
+            return None  # its operand is stored transposed: the view is row-major
+        readers = [
+            (u, j)
+            for u, j in _view_readers(graph, i, facts)
+            if not _copies_row_operand(graph, u, j, facts)
+        ]
         if not readers:
             return None  # each reader copies it, in a kernel of its own (priced there)
-        if all(_reads_through(graph, u, i, facts) for u in readers):
+        if all(_reads_through(graph, u, j, facts) for u, j in readers):
             return None  # read through the view
     if node.op in ROW_COPIERS and _copies_row_operand(graph, i, node.inputs[0], facts):
         cost = op_cost(hw, node.op, in_types, node.type, node.attr_dict)
@@ -214,9 +228,12 @@ def _node_cost(graph, i: int, hw: Hardware, facts: GraphFacts) -> KernelCost | N
         return op_cost(hw, node.op, in_types, node.type, node.attr_dict, runs)
     stored = [_stored(graph, j, facts) for j in node.inputs]
     written = _written_transposed(graph, i, facts)
-    if written or any(st != row_major(t.shape) for st, t in zip(stored, in_types, strict=True)):
+    if written or any(
+        not is_row_major(t.shape, st) for st, t in zip(stored, in_types, strict=True)
+    ):
         layout = [
-            None if st == row_major(t.shape) else st for st, t in zip(stored, in_types, strict=True)
+            None if is_row_major(t.shape, st) else st
+            for st, t in zip(stored, in_types, strict=True)
         ]
         attrs = node.attr_dict
         streamed = streamed_cost(hw, node.op, in_types, node.type, attrs, layout, written)
@@ -259,7 +276,7 @@ def _stored(graph, j: int, facts: GraphFacts) -> Strides:
     if node.op == "reshape":  # a view where the strides allow it, else a row-major copy
         operand = graph.nodes[node.inputs[0]].type.shape
         inner = _stored(graph, node.inputs[0], facts)
-        if inner != row_major(operand):
+        if not is_row_major(operand, inner):
             viewed = nocopy_reshape(operand, inner, node.type.shape)
             return row_major(node.type.shape) if viewed is None else viewed
     if _channels_last(graph, j, facts, views=False):
@@ -328,6 +345,22 @@ def _copies_row_operand(graph, u: int, j: int, facts: GraphFacts) -> bool:
     return bool(view.type.rank) and view.type.shape[-1] > 1 and _stored(graph, j, facts)[-1] != 1
 
 
+def _view_readers(graph, i: int, facts: GraphFacts) -> list[tuple[int, int]]:
+    """The readers of view i as (reader, the value it reads), seeing through reshapes
+    of it that are views too (Segformer's reshape of the tokens' transpose into NCHW)."""
+    out = []
+    for u in facts.readers(i):
+        node = graph.nodes[u]
+        if node.op == "reshape" and u not in facts.outputs:
+            operand = graph.nodes[i]
+            inner = _stored(graph, i, facts)
+            if nocopy_reshape(operand.type.shape, inner, node.type.shape) is not None:
+                out += _view_readers(graph, u, facts)
+                continue
+        out.append((u, i))
+    return out
+
+
 def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
     """Does node u read the transposed view j where it lies, at no cost beyond its
     own price: an elementwise kernel (it streams any strides), or a pooling or
@@ -342,9 +375,21 @@ def _reads_through(graph, u: int, j: int, facts: GraphFacts) -> bool:
         return True
     if node.op in ATTENTION_OPS and node.inputs[1:2] == (j,):  # kt: loaded as it lies
         return _kt_in_place(graph, j, facts)  # where its rows or columns are contiguous
-    if node.inputs[:1] != (j,) or j in node.inputs[1:]:
+    if node.inputs[:1] != (j,) or j in node.inputs[1:] or not _channels_last(graph, j, facts):
         return False
-    return is_window_op(node.op, in_types, node.attr_dict) and _channels_last(graph, j, facts)
+    return _reads_channels_last(node.op, in_types, node.type, node.attr_dict)
+
+
+def _reads_channels_last(op_name: str, in_types, out: TensorType, attrs) -> bool:
+    """Does a kernel of this op read a channels-last x where it lies (graph_op_cost
+    prices it so): a window kernel or a Winograd input transform by its prep's strided
+    walk, an ungrouped convolution by its prep or as a transposed B operand?"""
+    if op_name == "winograd_input" or op_name in CONV_EPILOGUES:
+        return True
+    if is_window_op(op_name, in_types, attrs):
+        return True
+    work = kernel_work(op_name, in_types, out, attrs)
+    return work is not None and work.kind == "conv" and int(attrs.get("groups", 1)) == 1
 
 
 def _epilogue_runs(graph, i: int, facts: GraphFacts) -> tuple[int, ...]:
@@ -392,17 +437,22 @@ def _read_alike(graph, j: int, prepared, facts: GraphFacts) -> bool:
 
 def _channels_last(graph, j: int, facts: GraphFacts, views: bool = True) -> bool:
     """Is value j, [N, C, H, W], stored channels-last: a window kernel's result, or
-    (`views`) the NCHW view (transpose [0, 3, 1, 2]) of a row-major [N, H, W, C]
-    kernel result?"""
+    (`views`) an NCHW view of a kernel's row-major [N, H, W, C] result (a transpose
+    [0, 3, 1, 2] of it, or a reshape of the tokens' transpose [N, C, H * W] as
+    Segformer's and PVT's Mix-FFN write it)?"""
     node = graph.nodes[j]
     if node.is_leaf or node.type.rank != 4:
         return False
-    if node.op == "transpose":
+    if node.op in ("transpose", "reshape"):
         if not views:
             return False
-        if tuple(node.attr("perm")) != (0, 3, 1, 2):  # type: ignore[arg-type]
-            return False
-        return _stored_as_written(graph, node.inputs[0], facts)
+        base = j
+        while graph.nodes[base].op in VIEW_OPS:
+            base = graph.nodes[base].inputs[0]
+        if graph.nodes[base].is_leaf:
+            return False  # a weight the host may store in any order
+        shape = node.type.shape
+        return same_layout(shape, _stored(graph, j, facts), nhwc_strides(shape))
     in_types = [graph.nodes[k].type for k in node.inputs]
     return stores_channels_last(node.op, in_types, node.type, node.attr_dict)
 

@@ -537,3 +537,35 @@ def test_output_copies_are_priced(forms, preset):
     graph = check_model(parse_model(text + "\n}\n"))
     row = measure_program(graph, load_hardware(preset), random_bindings(graph, 0))
     assert row.predicted == pytest.approx(row.simulated, rel=0.05), (forms, row)
+
+
+# Segformer's Mix-FFN and efficient attention: tokens [N, HW, C] turned into an NCHW
+# image by a reshape of their transpose, read by a depthwise convolution and by a
+# strided "sequence reduction" convolution. The view is channels-last as stored; the
+# convolutions' preps walk it (it was priced as a row-major image, 42% under, and the
+# transpose as a kernel of its own).
+MIX_FFN = """
+model mixffn {
+  input t: f32[1, 256, 64]
+  param w0: f32[64, 128]
+  param w: f32[128, 1, 3, 3]
+  param b: f32[128]
+  param wr: f32[64, 64, 2, 2]
+  a = matmul(t, w0)
+  v = reshape(transpose(a, perm=[0, 2, 1]), shape=[1, 128, 16, 16])
+  c = add(conv2d(v, w, stride=[1, 1], padding=[1, 1], groups=128), reshape(b, shape=[128, 1, 1]))
+  y = transpose(reshape(c, shape=[1, 128, 256]), perm=[0, 2, 1])
+  s = reshape(transpose(t, perm=[0, 2, 1]), shape=[1, 64, 16, 16])
+  r = conv2d(relu(s), wr, stride=[2, 2], padding=[0, 0])
+  output y
+  output r
+}
+"""
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_an_nchw_view_of_tokens_is_read_channels_last(tmp_path, preset):
+    row = _model(tmp_path, MIX_FFN, preset)
+    convs = [k for k in row.kernels if k.op == "conv2d"]
+    assert len(convs) == 2 and all(abs(k.error) <= 0.03 for k in convs), convs
+    assert abs(row.error) <= 0.03, row

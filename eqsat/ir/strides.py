@@ -17,6 +17,16 @@ def row_major(shape: Sequence[int]) -> Strides:
     return tuple(reversed(out))
 
 
+def same_layout(shape: Sequence[int], a: Strides, b: Strides) -> bool:
+    """Do strides `a` and `b` lay out `shape` alike? The strides of axes of extent 1
+    are never stepped, so a reshape or transpose may leave anything there."""
+    return all(d == 1 or x == y for d, x, y in zip(shape, a, b, strict=True))
+
+
+def is_row_major(shape: Sequence[int], strides: Strides) -> bool:
+    return same_layout(shape, strides, row_major(shape))
+
+
 def broadcast_strides(
     shape: Sequence[int], to: Sequence[int], strides: Strides | None = None
 ) -> Strides:
