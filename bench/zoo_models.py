@@ -290,6 +290,11 @@ def _small_text(name: str, family: str, build: Callable[[], nn.Module], vocab: i
     return lambda tiny: _text(name, family, build(), vocab, 1, 32)
 
 
+def _small_pixels(name: str, family: str, build: Callable[[], nn.Module], size: int = 64):
+    """A transformers vision model at `size` x `size`, returning its last hidden state."""
+    return lambda tiny: _vision(name, family, Pixels(build()), size, 1)
+
+
 _tv = torchvision.models
 MORE: dict[str, Callable[[bool], ZooModel]] = {
     "convnext_tiny": _small_vision(
@@ -353,5 +358,176 @@ MORE: dict[str, Callable[[bool], ZooModel]] = {
             tf.BloomConfig(hidden_size=256, n_layer=2, n_head=4, vocab_size=1000)
         ),
         1000,
+    ),
+    # surveyed 2026-11-29 (README, "Nineteen more architectures")
+    "squeezenet": _small_vision("squeezenet", "CNN (fire, concat)", lambda: _tv.squeezenet1_1()),
+    "mnasnet": _small_vision("mnasnet", "CNN (NAS, depthwise)", lambda: _tv.mnasnet0_5()),
+    "resnext": _small_vision("resnext", "CNN (grouped 32x4d)", lambda: _tv.resnext50_32x4d()),
+    "mobilenet_v3_small": _small_vision(
+        "mobilenet_v3_small", "CNN (hardswish SE)", lambda: _tv.mobilenet_v3_small()
+    ),
+    "regnet_x": _small_vision("regnet_x", "CNN (grouped)", lambda: _tv.regnet_x_400mf()),
+    "efficientnet_v2": _small_vision(
+        "efficientnet_v2", "CNN (fused MBConv)", lambda: _tv.efficientnet_v2_s()
+    ),
+    "inception_v3": _small_vision(
+        "inception_v3",
+        "CNN (inception v3)",
+        lambda: _tv.inception_v3(aux_logits=False, init_weights=False),
+        96,
+    ),
+    "roberta": _small_text(
+        "roberta",
+        "encoder",
+        lambda: tf.RobertaModel(
+            tf.RobertaConfig(
+                hidden_size=256,
+                intermediate_size=1024,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "electra": _small_text(
+        "electra",
+        "encoder",
+        lambda: tf.ElectraModel(
+            tf.ElectraConfig(
+                hidden_size=256,
+                embedding_size=128,
+                intermediate_size=1024,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "gpt_neo": _small_text(
+        "gpt_neo",
+        "decoder (local attention)",
+        lambda: tf.GPTNeoModel(
+            tf.GPTNeoConfig(
+                hidden_size=256,
+                num_layers=2,
+                num_heads=4,
+                attention_types=[[["global", "local"], 1]],
+                vocab_size=1000,
+                window_size=16,
+            )
+        ),
+        1000,
+    ),
+    "opt": _small_text(
+        "opt",
+        "decoder (OPT)",
+        lambda: tf.OPTModel(
+            tf.OPTConfig(
+                hidden_size=256,
+                ffn_dim=1024,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+                word_embed_proj_dim=256,
+            )
+        ),
+        1000,
+    ),
+    "phi": _small_text(
+        "phi",
+        "decoder (parallel attn/ffn, partial rotary)",
+        lambda: tf.PhiModel(
+            tf.PhiConfig(
+                hidden_size=256,
+                intermediate_size=1024,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "qwen2": _small_text(
+        "qwen2",
+        "decoder (GQA, qkv bias)",
+        lambda: tf.Qwen2Model(
+            tf.Qwen2Config(
+                hidden_size=256,
+                intermediate_size=512,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "gemma": _small_text(
+        "gemma",
+        "decoder (GeGLU, MQA)",
+        lambda: tf.GemmaModel(
+            tf.GemmaConfig(
+                hidden_size=256,
+                intermediate_size=512,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=1,
+                head_dim=64,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "gpt_j": _small_text(
+        "gpt_j",
+        "decoder (rotary, parallel)",
+        lambda: tf.GPTJModel(
+            tf.GPTJConfig(n_embd=256, n_layer=2, n_head=4, rotary_dim=32, vocab_size=1000)
+        ),
+        1000,
+    ),
+    "deit": _small_pixels(
+        "deit",
+        "vision transformer (DeiT)",
+        lambda: tf.DeiTModel(
+            tf.DeiTConfig(
+                hidden_size=192,
+                intermediate_size=768,
+                num_hidden_layers=2,
+                num_attention_heads=3,
+                image_size=64,
+                patch_size=16,
+            )
+        ),
+    ),
+    "segformer": _small_pixels(
+        "segformer",
+        "vision transformer (Segformer)",
+        lambda: tf.SegformerModel(
+            tf.SegformerConfig(
+                num_encoder_blocks=2,
+                depths=[1, 1],
+                sr_ratios=[4, 2],
+                hidden_sizes=[32, 64],
+                num_attention_heads=[1, 2],
+                patch_sizes=[7, 3],
+                strides=[4, 2],
+                mlp_ratios=[4, 4],
+            )
+        ),
+    ),
+    "mobilevit": _small_pixels(
+        "mobilevit",
+        "hybrid CNN/transformer",
+        lambda: tf.MobileViTModel(tf.MobileViTConfig(image_size=64)),
+    ),
+    "convnext_v2": _small_pixels(
+        "convnext_v2",
+        "CNN (GRN)",
+        lambda: tf.ConvNextV2Model(
+            tf.ConvNextV2Config(depths=[1, 1, 1, 1], hidden_sizes=[32, 64, 128, 256])
+        ),
     ),
 }

@@ -78,12 +78,8 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
     classes = graph_value_classes(graph)
     cycles = dram = kernels = infeasible = 0
     for i, node in graph:
-        if not facts.live[i] or i in prepared:
+        if not _runs_per_inference(graph, i, facts, prepared, classes):
             continue
-        if stored_transposed(node.op, [classes[j] for j in node.inputs]) and _read_alike(
-            graph, node.inputs[0], prepared, facts
-        ):
-            continue  # the weight is stored transposed
         in_types = [graph.nodes[j].type for j in node.inputs]
         if node.op == "reshape":
             view = graph.nodes[node.inputs[0]]
@@ -148,6 +144,32 @@ def _kernel_buffer(graph, i: int, prepared) -> int | None:
             return None
         i, node = node.inputs[0], operand
     return None if node.is_leaf or i in prepared else i
+
+
+def kernel_nodes(graph, hw: Hardware) -> list[int]:
+    """The nodes program_cost prices as kernels, in program order (not counted: the
+    copies it adds for reshapes of views and for graph outputs)."""
+    facts = GraphFacts.of(graph)
+    prepared = prepared_nodes(graph)
+    classes = graph_value_classes(graph)
+    return [
+        i
+        for i, _ in graph
+        if _runs_per_inference(graph, i, facts, prepared, classes)
+        and graph_op_cost(graph, i, hw, facts) is not None
+    ]
+
+
+def _runs_per_inference(graph, i: int, facts: GraphFacts, prepared, classes) -> bool:
+    """Is node i work of each inference: live, not a weight prepared at load time, not
+    the transpose of a weight the host stores transposed?"""
+    node = graph.nodes[i]
+    if not facts.live[i] or i in prepared:
+        return False
+    return not (
+        stored_transposed(node.op, [classes[j] for j in node.inputs])
+        and _read_alike(graph, node.inputs[0], prepared, facts)
+    )
 
 
 @dataclass(frozen=True)

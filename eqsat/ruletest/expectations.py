@@ -6,10 +6,9 @@ import operator
 from collections import Counter
 from dataclasses import dataclass
 
-from eqsat.costs import op_cost
 from eqsat.ir.graph import Graph
+from eqsat.program_cost import kernel_nodes
 from eqsat.rules import ast
-from eqsat.weights import prepared_nodes
 from hwsim.hardware import Hardware
 
 COMPARE = {
@@ -32,16 +31,7 @@ class Outcome:
 def kernel_ops(graph: Graph, hw: Hardware) -> list[str]:
     """The op of each kernel of `graph` in program order: the nodes `program_cost`
     counts as kernels (live, priced, not weights prepared at load time)."""
-    live = graph.live()
-    prepared = prepared_nodes(graph)
-    out = []
-    for i, node in graph:
-        if not live[i] or i in prepared:
-            continue
-        in_types = [graph.nodes[j].type for j in node.inputs]
-        if op_cost(hw, node.op, in_types, node.type, node.attr_dict) is not None:
-            out.append(node.op)
-    return out
+    return [graph.nodes[i].op for i in kernel_nodes(graph, hw)]
 
 
 def _ops_in(graph: Graph) -> Counter[str]:
