@@ -323,13 +323,33 @@ def slice_(cx: Cx) -> list[Value]:
             )
         index = np.arange(n.coef)[slice(s, e, st)]
         require(index.size > 0, "a Slice that is empty")
-        out = cx.emit(
-            "gather",
-            [out, Known(index.astype(np.int64), TensorProto.INT64)],
-            {"axis": a},
+        out = _strided_view(cx, out, a, index, st)
+    return [out]
+
+
+def _strided_view(cx: Cx, x: Value, axis: int, index: np.ndarray, step: int) -> Value:
+    """x's elements `index` (an arithmetic progression of `step`) along `axis`. Where
+    the axis splits into [n / step, step], they are a slice of that split, a strided
+    view that kernels read as it lies (GPT-J's and GPT-NeoX's interleaved rotary halves,
+    `x[..., ::2]`), not a gather kernel (6-34x slower on the simulator); else a gather."""
+    shape = cx.shape(x)
+    n = shape[axis].coef  # type: ignore[union-attr]
+    if step > 1 and n % step == 0 and (index.size > 1 or n > step):
+        q, r = divmod(int(index[0]), step)
+        split = [*shape[:axis], SymDim(n // step), SymDim(step), *shape[axis + 1 :]]
+        picked = cx.emit(
+            "slice",
+            [reshape(cx, x, split)],  # type: ignore[arg-type]
+            {"starts": [q, r], "ends": [q + index.size, r + 1], "axes": [axis, axis + 1]},
             onnx_type=x.onnx_type,
         )
-    return [out]
+        return reshape(cx, picked, [*shape[:axis], SymDim(index.size), *shape[axis + 1 :]])  # type: ignore[list-item]
+    return cx.emit(
+        "gather",
+        [x, Known(index.astype(np.int64), TensorProto.INT64)],
+        {"axis": axis},
+        onnx_type=x.onnx_type,
+    )
 
 
 def _empty_slice(cx: Cx, x: Value, starts, ends, axes) -> Known | None:
