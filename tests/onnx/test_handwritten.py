@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from backend import compile_graph
 from eqsat.fold import fold_constants
 from eqsat.verify.onnxruntime import normwise_error, onnx_feeds
 from frontend import check_model
-from frontend.onnx import import_onnx
+from frontend.onnx import OnnxImportError, import_onnx
 from hwsim import load_hardware, simulate
 from tests.onnx.helpers import TOLERANCE, eqsat_run, ort_run
 
@@ -225,3 +226,76 @@ def test_strided_slices(n, start, end, step, b, symbolic):
     imported = import_onnx(model, None if symbolic else {"B": b, "S": 3}, symbolic=symbolic)
     if step > 1 and n % step == 0 and len(range(*slice(start, end, step).indices(n))) > 1:
         assert "gather" not in imported.text()
+
+
+TRANSFORMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+
+
+def resize_model(h: int, w: int, mode: str, transform: str, nearest: str, scales, sizes):
+    """y = Resize(x [B, 3, h, w]) by `scales` or `sizes` (opset 13), then a Relu."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3, h, w])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    inits = []
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        ins = ["x", "", "", "sizes"]
+    else:
+        inits.append(numpy_helper.from_array(np.array(scales, np.float32), "scales"))
+        ins = ["x", "", "scales"]
+    attrs = {"mode": mode, "coordinate_transformation_mode": transform}
+    if mode == "nearest":
+        attrs["nearest_mode"] = nearest
+    nodes = [
+        helper.make_node("Resize", ins, ["r"], **attrs),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "resize", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    mode=st.sampled_from(["nearest", "linear", "cubic"]),
+    transform=st.sampled_from(TRANSFORMS),
+    nearest=st.sampled_from(NEAREST),
+    factors=st.tuples(
+        st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 0.75]), st.sampled_from([0.5, 1.0, 2.0, 2.5])
+    ),
+    by_sizes=st.booleans(),
+)
+def test_resize(h, w, mode, transform, nearest, factors, by_sizes):
+    """Resize as UNets, FPNs and YOLO necks write it: nearest, linear and cubic, each
+    coordinate transformation, by scales or by sizes, against the ONNX reference
+    implementation (run and simulated). ONNX Runtime is the truth elsewhere; here it
+    departs from the operator's definition in one corner (cubic, pytorch_half_pixel,
+    an output axis of one pixel: the source coordinate is -0.5)."""
+    out_h, out_w = int(h * factors[0]), int(w * factors[1])
+    if out_h < 1 or out_w < 1:
+        return
+    sizes = [2, 3, out_h, out_w] if by_sizes else None
+    scales = None if by_sizes else [1.0, 1.0, *factors]
+    model = resize_model(h, w, mode, transform, nearest, scales, sizes)
+    feeds = {"x": RNG.standard_normal((2, 3, h, w)).astype(np.float32)}
+    want = {"y": ReferenceEvaluator(model).run(None, feeds)[0]}
+    imported = import_onnx(model, {"B": 2})
+    got = eqsat_run(imported, feeds)
+    assert normwise_error(got["y"], want["y"]) < TOLERANCE
+    simulated = _simulated(imported, feeds, None)
+    assert normwise_error(simulated["y"], want["y"]) < TOLERANCE
+
+
+def test_nearest_upsample_by_two_is_a_view():
+    """An integer nearest upsample (torch's `interpolate(scale_factor=2)`) reshapes and
+    broadcasts: no gather, no product."""
+    model = resize_model(8, 8, "nearest", "asymmetric", "floor", [1.0, 1.0, 2.0, 2.0], None)
+    text = import_onnx(model, {"B": 1}).text()
+    assert "broadcast" in text and "gather" not in text and "matmul" not in text
+
+
+def test_an_unknown_resize_mode_is_reported():
+    model = resize_model(4, 4, "bicubic", "half_pixel", "floor", [1.0, 1.0, 2.0, 2.0], None)
+    with pytest.raises(OnnxImportError, match="mode 'bicubic' is not supported"):
+        import_onnx(model, {"B": 1})

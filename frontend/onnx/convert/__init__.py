@@ -14,5 +14,6 @@ from frontend.onnx.convert import (  # noqa: F401
     linalg,
     nn,
     quant,
+    resize,
     tensor,
 )
