@@ -16,8 +16,7 @@ stream_tile sizes the same tiles for the cost model).
 
 from __future__ import annotations
 
-from eqsat.ir.strides import coalesce
-from eqsat.spatial_plan import largest_fitting
+from eqsat.spatial_plan import largest_fitting, stream_space
 from hwsim.dtypes import ITEMSIZE
 
 from .emit import KernelBuilder, Pipeline, sub
@@ -31,25 +30,10 @@ MARGIN = 1024  # SRAM bytes kept free
 
 
 def make_space(out: View, leaves: list[View]) -> tuple[Space, Operand, list[Operand]]:
-    """The coalesced tile space of a kernel writing `out` from `leaves`."""
-    shape = out.shape or (1,)
-    out_strides = out.strides or (1,)
-    strides = [out_strides] + [Operand.of(v, out.shape).strides or (0,) for v in leaves]
-    cshape, cstr = coalesce(shape, strides)
-    if not any(st == 1 for st in cstr[0]):  # e.g. a column of width 1: add a unit axis
-        cshape = (*cshape, 1)
-        cstr = [(*st, 1) for st in cstr]
-    if len(cshape) == 1:
-        cshape = (1, *cshape)
-        cstr = [(0, *st) for st in cstr]
-    col = max((a for a in range(len(cshape)) if cstr[0][a] == 1), key=lambda a: (cshape[a] > 1, a))
-    others = [a for a in range(len(cshape)) if a != col]
-
-    def score(a: int) -> tuple:
-        tr = sum(1 for s in cstr[1:] if s[col] not in (0, 1) and s[a] == 1)
-        return (tr, cshape[a] > 1, -cstr[0][a])
-
-    row = max(others, key=score)
+    """The coalesced tile space of a kernel writing `out` from `leaves` (axes, row and
+    column as eqsat/spatial_plan.py stream_space chooses them for the cost model)."""
+    strides = [Operand.of(v, out.shape).strides for v in leaves]
+    cshape, cstr, row, col = stream_space(out.shape, out.strides, strides)
     space = Space(cshape, row, col)
     out_op = Operand(out.buf, out.offset, cstr[0])
     ops = [Operand(v.buf, v.offset, s) for v, s in zip(leaves, cstr[1:], strict=True)]
