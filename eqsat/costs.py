@@ -812,6 +812,7 @@ def reshape_copy_cost(
     view_out: TensorType,
     shape: Sequence[int],
     operand_is_view: bool,
+    operand_strides: Strides | None = None,
 ) -> KernelCost | None:
     """The copy the backend makes to reshape a strided view to `shape`, or None: a free
     transpose (its contiguous axis kept last) or a broadcast is a view of its operand,
@@ -820,12 +821,13 @@ def reshape_copy_cost(
     (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat). A transpose
     of a kernel's result is free: the kernel stores its result transposed
     (backend/layouts.py), so only a transpose of a view (`operand_is_view`, see
-    view_kind) is copied. The operand is taken to be row-major."""
+    view_kind) is copied. The operand is read with `operand_strides` (row-major where
+    not given: extraction sees e-nodes, not how their operands are stored)."""
+    base = row_major(view_in.shape) if operand_strides is None else operand_strides
     if view_op == "transpose" and is_free_transpose(view_op, view_attrs) and operand_is_view:
-        base = row_major(view_in.shape)
         strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]
     elif view_op == "broadcast":
-        strides = broadcast_strides(view_in.shape, view_out.shape)
+        strides = _leaf_strides(view_in.shape, view_out.shape, base)
     else:
         return None
     if not view_out.rank or nocopy_reshape(view_out.shape, strides, tuple(shape)) is not None:

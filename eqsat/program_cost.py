@@ -89,8 +89,16 @@ def program_cost(graph, hw: Hardware) -> ProgramCost:
                 while is_view is None:  # an identity reshape: as its operand
                     operand = graph.nodes[operand.inputs[0]]
                     is_view = view_kind(operand.op, operand.type, _operand_type(graph, operand))
+                stored = _stored(graph, view.inputs[0], facts)
                 copy = reshape_copy_cost(
-                    hw, view.op, operand.type, view.attr_dict, view.type, node.type.shape, is_view
+                    hw,
+                    view.op,
+                    operand.type,
+                    view.attr_dict,
+                    view.type,
+                    node.type.shape,
+                    is_view,
+                    None if is_row_major(operand.type.shape, stored) else stored,
                 )
                 if copy is not None:
                     cycles, dram, kernels = (

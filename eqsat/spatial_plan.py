@@ -212,8 +212,12 @@ def stream_space(shape: Sequence[int], out: Strides, leaves: list[Strides]):
     col = max((a for a in range(len(cshape)) if cstr[0][a] == 1), key=lambda a: (cshape[a] > 1, a))
 
     def score(a: int) -> tuple:
+        """Rows along the axis that makes the most transposed operands loadable, then
+        the longest (tiles of many rows: a broadcast axis of 2 between the rows and
+        the columns, as a nearest upsample leaves it, made tiles of two rows), then
+        the one whose rows lie nearest each other."""
         tr = sum(1 for s in cstr[1:] if s[col] not in (0, 1) and s[a] == 1)
-        return (tr, cshape[a] > 1, -cstr[0][a])
+        return (tr, cshape[a], -cstr[0][a])
 
     row = max((a for a in range(len(cshape)) if a != col), key=score)
     return cshape, cstr, row, col

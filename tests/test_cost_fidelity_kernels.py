@@ -569,3 +569,34 @@ def test_an_nchw_view_of_tokens_is_read_channels_last(tmp_path, preset):
     convs = [k for k in row.kernels if k.op == "conv2d"]
     assert len(convs) == 2 and all(abs(k.error) <= 0.03 for k in convs), convs
     assert abs(row.error) <= 0.03, row
+
+
+# A nearest upsample by two as the ONNX import writes it (frontend/onnx/convert/
+# resize.py): the innermost axis repeated, then the rows. The copy of the row repeat
+# had tiles of two rows (the broadcast axis between rows and columns was taken as the
+# row axis: 1,053,806 cycles on datacenter for a 64 x 32 x 32 map); the first reads a
+# max pool's channels-last result, priced as if row-major (4.7x under).
+UPSAMPLE = """
+model up {
+  input x: f32[1, 64, 32, 32]
+  p = max_pool2d(x, kernel=[3, 3], stride=[1, 1], padding=[1, 1, 1, 1])
+  w = reshape(broadcast(reshape(p, shape=[1, 64, 32, 32, 1]), shape=[1, 64, 32, 32, 2]),
+              shape=[1, 64, 32, 64])
+  h = reshape(broadcast(reshape(w, shape=[1, 64, 32, 1, 64]), shape=[1, 64, 32, 2, 64]),
+              shape=[1, 64, 64, 64])
+  y = relu(h)
+  output y
+}
+"""
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_an_upsample_copies_whole_rows(tmp_path, preset):
+    row = _model(tmp_path, UPSAMPLE, preset)
+    assert abs(row.error) <= 0.01, row
+    path = tmp_path / "up.model"
+    path.write_text(UPSAMPLE)
+    compiled = compile_graph(load_model(path).graph, load_hardware(preset))
+    stores = [i for i in compiled.program.instrs if isinstance(i, Store)]
+    copied = [s for s in stores if s.dst.cols == 64 and s.dst.rows > 2]
+    assert copied, "the row repeat stores tiles of whole rows, many at a time"
