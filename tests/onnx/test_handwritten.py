@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -299,3 +299,59 @@ def test_an_unknown_resize_mode_is_reported():
     model = resize_model(4, 4, "bicubic", "half_pixel", "floor", [1.0, 1.0, 2.0, 2.0], None)
     with pytest.raises(OnnxImportError, match="mode 'bicubic' is not supported"):
         import_onnx(model, {"B": 1})
+
+
+def conv_transpose_model(c, m, group, kernel, stride, pads, out_pad, dilation, length, spatial):
+    """y = ConvTranspose(x [B, c, ...]) with a random kernel and bias."""
+    dims = [length] * spatial
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", c, *dims])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = _init("w", (c, m // group, *([kernel] * spatial)))
+    b = _init("b", (m,))
+    node = helper.make_node(
+        "ConvTranspose",
+        ["x", "w", "b"],
+        ["y"],
+        strides=[stride] * spatial,
+        pads=[pads[0]] * spatial + [pads[1]] * spatial,
+        output_padding=[out_pad] * spatial,
+        dilations=[dilation] * spatial,
+        group=group,
+    )
+    graph = helper.make_graph([node], "conv_transpose", [x], [y], [w, b])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    channels=st.sampled_from([(2, 4, 1), (4, 6, 2), (3, 3, 3), (4, 2, 1)]),
+    kernel=st.integers(1, 4),
+    stride=st.integers(1, 3),
+    pads=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    out_pad=st.integers(0, 2),
+    dilation=st.integers(1, 2),
+    length=st.integers(1, 5),
+    spatial=st.sampled_from([1, 2]),
+)
+def test_conv_transpose(channels, kernel, stride, pads, out_pad, dilation, length, spatial):
+    """Every stride, padding, output padding, dilation and grouping, 1-D and 2-D,
+    against ONNX Runtime (run and simulated)."""
+    c, m, group = channels
+    assume(out_pad < stride)  # as ONNX Runtime requires
+    full = stride * (length - 1) + out_pad + (kernel - 1) * dilation + 1
+    assume(full - pads[0] - pads[1] >= 1)
+    model = conv_transpose_model(
+        c, m, group, kernel, stride, pads, out_pad, dilation, length, spatial
+    )
+    feeds = {"x": RNG.standard_normal((2, c, *([length] * spatial))).astype(np.float32)}
+    want = ort_run(model, feeds)
+    imported = import_onnx(model, {"B": 2})
+    assert normwise_error(eqsat_run(imported, feeds)["y"], want["y"]) < TOLERANCE
+    assert normwise_error(_simulated(imported, feeds, None)["y"], want["y"]) < TOLERANCE
+
+
+def test_a_stride_sized_kernel_is_one_product_per_pixel():
+    """UNet's ConvTranspose2d(k=2, s=2): a product and a transpose, no convolution."""
+    model = conv_transpose_model(4, 6, 1, 2, 2, (0, 0), 0, 1, 5, 2)
+    text = import_onnx(model, {"B": 1}).text()
+    assert "matmul" in text and "conv2d" not in text

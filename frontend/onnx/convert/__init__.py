@@ -10,6 +10,7 @@ imports every converter module, so that they register.
 
 from frontend.onnx.convert import (  # noqa: F401
     contrib,
+    conv_transpose,
     elementwise,
     linalg,
     nn,
