@@ -818,13 +818,13 @@ def reshape_copy_cost(
     transpose (its contiguous axis kept last) or a broadcast is a view of its operand,
     and a reshape that merges axes such a view walks apart cannot be a view
     (backend/views.py View.reshape); the backend copies the view row-major first
-    (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat). A transpose
-    of a kernel's result is free: the kernel stores its result transposed
-    (backend/layouts.py), so only a transpose of a view (`operand_is_view`, see
-    view_kind) is copied. The operand is read with `operand_strides` (row-major where
+    (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat, the phases
+    of a dilated convolution). A transpose of a kernel's result is free: the kernel
+    stores its result transposed (backend/layouts.py), so only a transpose of a view
+    (`operand_is_view`, see view_kind) is copied, whichever axes it moves. The operand is read with `operand_strides` (row-major where
     not given: extraction sees e-nodes, not how their operands are stored)."""
     base = row_major(view_in.shape) if operand_strides is None else operand_strides
-    if view_op == "transpose" and is_free_transpose(view_op, view_attrs) and operand_is_view:
+    if view_op == "transpose" and operand_is_view:
         strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]
     elif view_op == "broadcast":
         strides = _leaf_strides(view_in.shape, view_out.shape, base)

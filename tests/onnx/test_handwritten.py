@@ -355,3 +355,38 @@ def test_a_stride_sized_kernel_is_one_product_per_pixel():
     model = conv_transpose_model(4, 6, 1, 2, 2, (0, 0), 0, 1, 5, 2)
     text = import_onnx(model, {"B": 1}).text()
     assert "matmul" in text and "conv2d" not in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    channels=st.sampled_from([(2, 4, 1), (4, 4, 2), (3, 3, 3)]),
+    kernel=st.integers(1, 3),
+    dilation=st.integers(1, 4),
+    pads=st.tuples(st.integers(0, 4), st.integers(0, 4)),
+    length=st.integers(3, 12),
+    spatial=st.sampled_from([1, 2]),
+)
+def test_dilated_conv(channels, kernel, dilation, pads, length, spatial):
+    """Atrous convolutions (DeepLab) and dilated 1-D ones (WaveNet, TCNs), any padding
+    and grouping, against ONNX Runtime (run and simulated)."""
+    c, m, group = channels
+    assume(length + sum(pads) - (kernel - 1) * dilation >= 1)
+    dims = [length] * spatial
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", c, *dims])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node(
+        "Conv",
+        ["x", "w", "b"],
+        ["y"],
+        dilations=[dilation] * spatial,
+        pads=[pads[0]] * spatial + [pads[1]] * spatial,
+        group=group,
+    )
+    inits = [_init("w", (m, c // group, *([kernel] * spatial))), _init("b", (m,))]
+    graph = helper.make_graph([node], "dilated", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": RNG.standard_normal((2, c, *dims)).astype(np.float32)}
+    want = ort_run(model, feeds)
+    imported = import_onnx(model, {"B": 2})
+    assert normwise_error(eqsat_run(imported, feeds)["y"], want["y"]) < TOLERANCE
+    assert normwise_error(_simulated(imported, feeds, None)["y"], want["y"]) < TOLERANCE

@@ -55,13 +55,13 @@ def test_unsupported_op(tmp_path, capsys):
 def test_unsupported_attribute(tmp_path, capsys):
     w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
     model = _model(
-        [helper.make_node("Conv", ["x", "w"], ["y"], dilations=[2, 2], name="c")],
+        [helper.make_node("Conv", ["x", "w"], ["y"], dilations=[2, 2], strides=[2, 2], name="c")],
         [_vi("x", shape=(1, 1, 8, 8))],
-        [_vi("y", shape=(1, 2, 4, 4))],
+        [_vi("y", shape=(1, 2, 2, 2))],
         [w],
     )
     err = _import_fails(tmp_path, _save(tmp_path, model), capsys)
-    assert "node c (Conv #0): Conv with dilations other than 1 is not supported" in err
+    assert "node c (Conv #0): Conv with both dilations and strides is not supported" in err
 
 
 def test_not_an_onnx_file(tmp_path, capsys):

@@ -86,13 +86,20 @@ def conv(cx: Cx) -> list[Value]:
         w = unsqueeze(cx, w, [2])
         strides, dilations = [1, *strides], [1, *dilations]
     kernel = [int(d.coef) for d in cx.shape(w)[2:]]
-    require(all(d == 1 for d in dilations), "Conv with dilations other than 1 is not supported")
     pads = (
         spatial_pads(cx, x, kernel, strides, dilations)
         if not was_1d
         else pads_1d(cx, x, kernel, strides)
     )
     top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
+    if any(d != 1 for d in dilations):
+        require(
+            all(s == 1 for s in strides), "Conv with both dilations and strides is not supported"
+        )
+        y = dilated_conv(cx, x, w, dilations, pads, int(cx.attr("group", 1)))
+        if bias is not None:
+            y = cx.emit("add", [y, reshape(cx, bias, [cx.shape(w)[0], SymDim(1), SymDim(1)])])
+        return [back_to_1d(cx, y, was_1d)]
     if (top, left) != (bottom, right):
         # Asymmetric padding: an explicit pad, then the convolution without.
         x = cx.emit("pad", [x], {"pads": [0, 0, top, left, 0, 0, bottom, right]})
@@ -112,4 +119,84 @@ def conv(cx: Cx) -> list[Value]:
     return [back_to_1d(cx, y, was_1d)]
 
 
-__all__ = ["matmul", "scale"]
+def dilated_conv(cx: Cx, x: Value, w: Value, dilations, pads, group: int) -> Value:
+    """A stride-1 convolution with dilations (dh, dw): DeepLab's atrous convolutions,
+    WaveNet's and TCNs' dilated 1-D ones. Kernel taps that read only padding for every
+    output are dropped first (exact: they multiply zeros; at DeepLab's rates on a small
+    map only the centre tap is left, a 1 x 1 convolution). What stays dilated runs as
+    TensorFlow's space-to-batch (_phases): no multiply by an inserted zero."""
+    top, left, bottom, right = pads
+    kh, kw = (int(d.coef) for d in cx.shape(w)[2:])  # type: ignore[union-attr]
+    _, _, h, wd = cx.shape(x)
+    require(
+        h is not None and h.is_int and wd is not None and wd.is_int,
+        "a dilated Conv of a symbolic size",
+    )
+    rows, cols = h.coef, wd.coef  # type: ignore[union-attr]
+    oh = rows + top + bottom - (kh - 1) * dilations[0]
+    ow = cols + left + right - (kw - 1) * dilations[1]
+    require(oh > 0 and ow > 0, "a dilated Conv larger than its input")
+    spans = []  # per axis: (first tap, last tap, dilation, padding before) of what stays
+    for k, d, before, size, out in (
+        (kh, dilations[0], top, rows, oh),
+        (kw, dilations[1], left, cols, ow),
+    ):
+        live = [a for a in range(k) if a * d - before <= size - 1 and a * d - before + out - 1 >= 0]
+        first, last = (live[0], live[-1]) if live else (k // 2, k // 2)
+        spans.append((first, last, d if last > first else 1, before - first * d))
+    (fh, lh, dh, th), (fw, lw, dw, tw) = spans
+    if (fh, lh, fw, lw) != (0, kh - 1, 0, kw - 1):
+        w = cx.emit("slice", [w], {"starts": [fh, fw], "ends": [lh + 1, lw + 1], "axes": [2, 3]})
+    kh, kw = lh - fh + 1, lw - fw + 1
+    bh = oh + (kh - 1) * dh - rows - th  # padding after, for the same output size
+    bw = ow + (kw - 1) * dw - cols - tw
+    grow = [max(v, 0) for v in (th, tw, bh, bw)]
+    if any(grow):
+        x = cx.emit("pad", [x], {"pads": [0, 0, grow[0], grow[1], 0, 0, grow[2], grow[3]]})
+    if min(th, tw, bh, bw) < 0:  # padding the dropped taps needed less than none: a crop
+        hh, ww = rows + grow[0] + grow[2], cols + grow[1] + grow[3]
+        starts = [max(-th, 0), max(-tw, 0)]
+        ends = [hh - max(-bh, 0), ww - max(-bw, 0)]
+        x = cx.emit("slice", [x], {"starts": starts, "ends": ends, "axes": [2, 3]})
+    attrs: dict = {"stride": [1, 1], "padding": [0, 0]}
+    if group != 1:
+        attrs["groups"] = group
+    if (dh, dw) == (1, 1):
+        return cx.emit("conv2d", [x, w], attrs)
+    return _phases(cx, x, w, dh, dw, oh, ow, attrs)
+
+
+def _phases(cx: Cx, x: Value, w: Value, dh: int, dw: int, oh: int, ow: int, attrs: dict) -> Value:
+    """Space-to-batch: output row i = q dh + r reads input rows (q + a) dh + r, so each
+    of the dh * dw phases of the (padded) input is convolved with the undilated kernel,
+    the phases as one batch, and the results interleaved back. Only the phases and
+    phase rows some output reads are taken."""
+    kh, kw = (int(d.coef) for d in cx.shape(w)[2:])  # type: ignore[union-attr]
+    n, c, h, wd = cx.shape(x)
+    hp, wp = h.coef, wd.coef  # type: ignore[union-attr]
+    hq, wq = -(-hp // dh), -(-wp // dw)  # phase sub-images, the last padded up
+    if (hq * dh, wq * dw) != (hp, wp):
+        x = cx.emit("pad", [x], {"pads": [0, 0, 0, 0, 0, 0, hq * dh - hp, wq * dw - wp]})
+    cells = reshape(cx, x, [n, c, SymDim(hq), SymDim(dh), SymDim(wq), SymDim(dw)])
+    phases = cx.emit("transpose", [cells], {"perm": [0, 3, 5, 1, 2, 4]})
+    rh, rw = min(dh, oh), min(dw, ow)  # phases used
+    qh, qw = -(-oh // dh), -(-ow // dw)  # output rows (cols) per phase
+    ih, iw = qh + kh - 1, qw + kw - 1  # their input rows (cols)
+    if (rh, rw, ih, iw) != (dh, dw, hq, wq):
+        phases = cx.emit(
+            "slice",
+            [phases],
+            {"starts": [0, 0, 0, 0], "ends": [rh, rw, ih, iw], "axes": [1, 2, 4, 5]},
+        )
+    batch = reshape(cx, phases, [n * SymDim(rh * rw), c, SymDim(ih), SymDim(iw)])  # type: ignore[operator]
+    y = cx.emit("conv2d", [batch, w], attrs)
+    o = cx.shape(w)[0]
+    split = reshape(cx, y, [n, SymDim(rh), SymDim(rw), o, SymDim(qh), SymDim(qw)])
+    woven = cx.emit("transpose", [split], {"perm": [0, 3, 4, 1, 5, 2]})
+    full = reshape(cx, woven, [n, o, SymDim(qh * rh), SymDim(qw * rw)])
+    if (qh * rh, qw * rw) == (oh, ow):
+        return full
+    return cx.emit("slice", [full], {"starts": [0, 0], "ends": [oh, ow], "axes": [2, 3]})
+
+
+__all__ = ["dilated_conv", "matmul", "scale"]
