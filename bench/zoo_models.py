@@ -296,6 +296,15 @@ def _small_pixels(name: str, family: str, build: Callable[[], nn.Module], size: 
 
 
 _tv = torchvision.models
+# two-layer, 256-wide decoders with grouped-query attention (Mistral, Qwen2)
+_SMALL_GQA = dict(
+    hidden_size=256,
+    intermediate_size=512,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+)
 MORE: dict[str, Callable[[bool], ZooModel]] = {
     "convnext_tiny": _small_vision(
         "convnext_tiny", "CNN (7x7 depthwise, channels-last MLP)", lambda: _tv.convnext_tiny()
@@ -339,16 +348,7 @@ MORE: dict[str, Callable[[bool], ZooModel]] = {
     "mistral": _small_text(
         "mistral",
         "decoder (GQA, sliding window)",
-        lambda: tf.MistralModel(
-            tf.MistralConfig(
-                hidden_size=256,
-                intermediate_size=512,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                vocab_size=1000,
-            )
-        ),
+        lambda: tf.MistralModel(tf.MistralConfig(**_SMALL_GQA)),
         1000,
     ),
     "bloom": _small_text(
@@ -452,16 +452,7 @@ MORE: dict[str, Callable[[bool], ZooModel]] = {
     "qwen2": _small_text(
         "qwen2",
         "decoder (GQA, qkv bias)",
-        lambda: tf.Qwen2Model(
-            tf.Qwen2Config(
-                hidden_size=256,
-                intermediate_size=512,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                vocab_size=1000,
-            )
-        ),
+        lambda: tf.Qwen2Model(tf.Qwen2Config(**_SMALL_GQA)),
         1000,
     ),
     "gemma": _small_text(
@@ -531,3 +522,339 @@ MORE: dict[str, Callable[[bool], ZooModel]] = {
         ),
     ),
 }
+
+
+# A second survey (README, "Nineteen more architectures"): encoders of encoder-decoder
+# models, audio, segmentation and detection necks (Resize), transposed and dilated
+# convolutions, at small sizes. Joined into MORE below.
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+class Enc(nn.Module):
+    """encoder of an encoder-decoder model: last hidden state"""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask):
+        return self.m.get_encoder()(
+            input_ids=input_ids, attention_mask=attention_mask
+        ).last_hidden_state
+
+
+class Audio(nn.Module):
+    def __init__(self, m, key):
+        super().__init__()
+        self.m = m
+        self.key = key
+
+    def forward(self, x):
+        return self.m(**{self.key: x}).last_hidden_state
+
+
+def _audio(name, family, build: Callable[[], nn.Module], shape, key):
+    x = torch.randn(*shape, generator=_gen(3))
+    return lambda tiny: ZooModel(
+        name, family, randomize(Audio(build(), key)), (x,), {0: {0: "B"}}, "torchscript"
+    )
+
+
+def _encdec(name, family, build: Callable[[], nn.Module], vocab):
+    ids = torch.randint(0, vocab, (1, 32), generator=_gen(1))
+    mask = torch.ones(1, 32, dtype=torch.long)
+    return lambda tiny: ZooModel(
+        name,
+        family,
+        randomize(Enc(build())),
+        (ids, mask),
+        {"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}},
+        "torchscript",
+    )
+
+
+class UNet(nn.Module):
+    """A small UNet: conv blocks, max pools, skip concatenations; the decoder upsamples
+    by nearest interpolation (a Resize) or by ConvTranspose2d(k=2, s=2)."""
+
+    def __init__(self, deconv: bool = False):
+        super().__init__()
+
+        def c(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+        self.deconv = deconv
+        self.d1, self.d2, self.b = c(3, 16), c(16, 32), c(32, 64)
+        if deconv:
+            self.t2, self.t1 = nn.ConvTranspose2d(64, 32, 2, 2), nn.ConvTranspose2d(32, 16, 2, 2)
+        wide, mid = (32, 16) if deconv else (64, 32)
+        self.u2, self.u1 = c(wide + 32, 32), c(mid + 16, 16)
+        self.out = nn.Conv2d(16, 2, 1)
+
+    def up(self, x, which: int):
+        if self.deconv:
+            return (self.t2 if which == 2 else self.t1)(x)
+        return nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(nn.functional.max_pool2d(a, 2))
+        m = self.b(nn.functional.max_pool2d(b, 2))
+        u = self.u2(torch.cat([self.up(m, 2), b], 1))
+        u = self.u1(torch.cat([self.up(u, 1), a], 1))
+        return self.out(u)
+
+
+class Mixer(nn.Module):
+    """MLP-Mixer: patch embedding, token-mixing and channel-mixing MLPs"""
+
+    def __init__(self, d=64, p=8, n=16, depth=2):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, p, p)
+        self.blocks = nn.ModuleList(
+            [
+                nn.ModuleDict(
+                    dict(
+                        n1=nn.LayerNorm(d),
+                        t=nn.Sequential(nn.Linear(n, 2 * n), nn.GELU(), nn.Linear(2 * n, n)),
+                        n2=nn.LayerNorm(d),
+                        c=nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
+                    )
+                )
+                for _ in range(depth)
+            ]
+        )
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        for b in self.blocks:
+            x = x + b["t"](b["n1"](x).transpose(1, 2)).transpose(1, 2)
+            x = x + b["c"](b["n2"](x))
+        return x.mean(1)
+
+
+class YoloTiny(nn.Module):
+    """YOLO-ish: SiLU conv blocks, a CSP split/concat, SPPF max pools, upsample"""
+
+    def __init__(self):
+        super().__init__()
+
+        def cv(i, o, k=3, s=1):
+            return nn.Sequential(
+                nn.Conv2d(i, o, k, s, k // 2, bias=False), nn.BatchNorm2d(o), nn.SiLU()
+            )
+
+        self.stem, self.down = cv(3, 16, 3, 2), cv(16, 32, 3, 2)
+        self.c1, self.c2, self.m = cv(32, 32, 1), cv(48, 32, 1), cv(16, 16)
+        self.sppf, self.head = cv(32, 16, 1), cv(64 + 32, 32, 1)
+
+    def forward(self, x):
+        x = self.down(self.stem(x))
+        y = self.c1(x)
+        a, b = y.chunk(2, 1)
+        y = self.c2(torch.cat([a, b, self.m(b)], 1))
+        s = self.sppf(y)
+        p1 = nn.functional.max_pool2d(s, 5, 1, 2)
+        p2 = nn.functional.max_pool2d(p1, 5, 1, 2)
+        p3 = nn.functional.max_pool2d(p2, 5, 1, 2)
+        z = torch.cat([s, p1, p2, p3], 1)
+        return self.head(
+            torch.cat(
+                [z, nn.functional.interpolate(nn.functional.max_pool2d(y, 2), scale_factor=2.0)], 1
+            )
+        )
+
+
+SURVEY_TWO: dict[str, Callable[[bool], ZooModel]] = {
+    "t5_small_enc": _encdec(
+        "t5_small_enc",
+        "encoder (relative bias, RMSNorm)",
+        lambda: tf.T5Model(
+            tf.T5Config(d_model=256, d_ff=512, num_layers=2, num_heads=4, vocab_size=1000)
+        ),
+        1000,
+    ),
+    "bart_enc": _encdec(
+        "bart_enc",
+        "encoder (BART)",
+        lambda: tf.BartModel(
+            tf.BartConfig(
+                d_model=256,
+                encoder_ffn_dim=512,
+                decoder_ffn_dim=512,
+                encoder_layers=2,
+                decoder_layers=2,
+                encoder_attention_heads=4,
+                decoder_attention_heads=4,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "whisper_enc": _audio(
+        "whisper_enc",
+        "audio encoder (conv1d)",
+        lambda: (
+            tf.WhisperModel(
+                tf.WhisperConfig(
+                    d_model=128,
+                    encoder_layers=2,
+                    decoder_layers=1,
+                    encoder_attention_heads=4,
+                    decoder_attention_heads=4,
+                    encoder_ffn_dim=256,
+                    decoder_ffn_dim=256,
+                    num_mel_bins=40,
+                    max_source_positions=50,
+                )
+            ).encoder
+        ),
+        (1, 40, 100),
+        "input_features",
+    ),
+    "wav2vec2": _audio(
+        "wav2vec2",
+        "audio (conv feature extractor, group norm)",
+        lambda: tf.Wav2Vec2Model(
+            tf.Wav2Vec2Config(
+                hidden_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=256,
+                conv_dim=(64, 64, 64),
+                conv_stride=(5, 2, 2),
+                conv_kernel=(10, 3, 3),
+                num_conv_pos_embeddings=16,
+                num_conv_pos_embedding_groups=4,
+            )
+        ),
+        (1, 4000),
+        "input_values",
+    ),
+    "clip_text": _small_text(
+        "clip_text",
+        "text encoder (causal, quick-gelu)",
+        lambda: tf.CLIPTextModel(
+            tf.CLIPTextConfig(
+                hidden_size=128,
+                intermediate_size=256,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+                max_position_embeddings=64,
+            )
+        ),
+        1000,
+    ),
+    "deberta": _small_text(
+        "deberta",
+        "encoder (disentangled attention)",
+        lambda: tf.DebertaV2Model(
+            tf.DebertaV2Config(
+                hidden_size=128,
+                intermediate_size=256,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=1000,
+            )
+        ),
+        1000,
+    ),
+    "unet": _small_vision("unet", "CNN (UNet: upsample, skip concat)", UNet, 64),
+    "mixer": _small_vision("mixer", "MLP-Mixer (token mixing)", Mixer, 32),
+    "yolo": _small_vision("yolo", "CNN (YOLO-ish: CSP, SPPF, upsample)", YoloTiny, 64),
+    "mobilenet_v3_large": _small_vision(
+        "mobilenet_v3_large", "CNN (hardswish SE)", lambda: torchvision.models.mobilenet_v3_large()
+    ),
+    "wide_resnet": _small_vision(
+        "wide_resnet", "CNN (wide bottleneck)", lambda: torchvision.models.wide_resnet50_2(), 64
+    ),
+}
+
+
+class DCGAN(nn.Module):
+    """DCGAN generator: ConvTranspose2d(k=4, s=2, p=1) stacks with batch norm"""
+
+    def __init__(self, z=32):
+        super().__init__()
+
+        def t(i, o, s, p):
+            return [
+                nn.ConvTranspose2d(i, o, 4, s, p, bias=False),
+                nn.BatchNorm2d(o),
+                nn.ReLU(),
+            ]
+
+        self.net = nn.Sequential(
+            *t(z, 64, 1, 0),
+            *t(64, 32, 2, 1),
+            *t(32, 16, 2, 1),
+            nn.ConvTranspose2d(16, 3, 4, 2, 1),
+            nn.Tanh(),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _latent(name, family, build, z=32):
+    x = torch.randn(1, z, 1, 1, generator=_gen(4))
+    return lambda tiny: ZooModel(
+        name, family, randomize(build()), (x,), {0: {0: "B"}}, "torchscript"
+    )
+
+
+SURVEY_TWO["unet_deconv"] = _small_vision(
+    "unet_deconv", "CNN (UNet, ConvTranspose decoder)", lambda: UNet(deconv=True), 64
+)
+SURVEY_TWO["dcgan"] = _latent("dcgan", "generator (ConvTranspose k4 s2)", DCGAN)
+
+
+class SegOut(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)["out"]
+
+
+class TCN(nn.Module):
+    """dilated causal 1-D convolutions (WaveNet/TCN)"""
+
+    def __init__(self, c=32):
+        super().__init__()
+        self.inp = nn.Conv1d(8, c, 1)
+        self.layers = nn.ModuleList(
+            [nn.Conv1d(c, c, 2, dilation=2**i, padding=2**i) for i in range(5)]
+        )
+        self.out = nn.Conv1d(c, 4, 1)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for l in self.layers:
+            h = h + torch.tanh(l(h))[..., : h.shape[-1]]
+        return self.out(h)
+
+
+def _seq(name, family, build, shape):
+    x = torch.randn(*shape, generator=_gen(5))
+    return lambda tiny: ZooModel(
+        name, family, randomize(build()), (x,), {0: {0: "B"}}, "torchscript"
+    )
+
+
+SURVEY_TWO["deeplab"] = _small_vision(
+    "deeplab",
+    "segmentation (atrous ASPP, bilinear resize)",
+    lambda: SegOut(
+        torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
+            weights=None, weights_backbone=None, num_classes=5
+        )
+    ),
+    96,
+)
+SURVEY_TWO["tcn"] = _seq("tcn", "TCN (dilated conv1d)", TCN, (1, 8, 64))
+
+MORE.update(SURVEY_TWO)
