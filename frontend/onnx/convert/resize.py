@@ -1,18 +1,21 @@
-"""Resize and Upsample (opsets 7 to 19): nearest and linear interpolation of the
-spatial axes, as UNets, FPNs and YOLO necks write their upsampling.
+"""Resize and Upsample (opsets 7 to 19): nearest, linear and cubic interpolation, as
+UNets, FPNs, YOLO necks and segmentation heads write their upsampling.
 
-Each resized axis is taken alone (both modes are separable), with the source
-coordinate of every output index computed at import from the sizes, the scales and
-the coordinate transformation, exactly as the ONNX operator defines them:
+Every mode is separable and linear in the input, so each resized axis is a linear map
+computed at import, with the source coordinate of every output index taken from the
+sizes or scales and the coordinate transformation exactly as the operator defines
+them (half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners,
+asymmetric, tf_crop_and_resize with its roi), the taps and weights of the mode (cubic
+with `cubic_coeff_a` and `exclude_outside`, `antialias` widening the filter when
+downsampling), the edges clamped as the operator pads them:
 - nearest: the picked source indices. Repeating each index k times (an integer
-  upsample, e.g. `scale_factor=2`) is a view: the axis split into [n, 1], broadcast to
-  [n, k] and merged (a kernel reading it loads each row k times); any other picking is
-  a gather with constant indices.
-- linear: a product with the [out, in] interpolation matrix (two nonzero weights a
-  row, edges clamped): `matmul(x, A^T)` for the last axis, `matmul(A, x)` for the one
-  before it, other axes moved there first.
-Cubic interpolation, `tf_crop_and_resize`, `antialias` and a `keep_aspect_ratio_policy`
-other than `stretch` are reported as unsupported.
+  upsample, `scale_factor=2`) is a view per axis, the innermost first (the axis split
+  into [n, 1], broadcast to [n, k] and merged; its reader copies it); any other
+  picking is a gather with constant indices.
+- linear and cubic: a product with the [out, in] weight matrix, `matmul(x, A^T)` for
+  the last axis, `matmul(A, x)` for the one before it, other axes moved there first;
+  tf_crop_and_resize's extrapolated outputs get the extrapolation value added.
+The output sizes follow `keep_aspect_ratio_policy` where sizes are given.
 """
 
 from __future__ import annotations
