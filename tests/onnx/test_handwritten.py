@@ -361,14 +361,15 @@ def test_a_stride_sized_kernel_is_one_product_per_pixel():
 @given(
     channels=st.sampled_from([(2, 4, 1), (4, 4, 2), (3, 3, 3)]),
     kernel=st.integers(1, 3),
-    dilation=st.integers(1, 4),
-    pads=st.tuples(st.integers(0, 4), st.integers(0, 4)),
-    length=st.integers(3, 12),
+    dilation=st.sampled_from([1, 2, 3, 4, 6, 9]),
+    pads=st.tuples(st.integers(0, 9), st.integers(0, 9)),
+    length=st.integers(3, 20),
     spatial=st.sampled_from([1, 2]),
 )
 def test_dilated_conv(channels, kernel, dilation, pads, length, spatial):
     """Atrous convolutions (DeepLab) and dilated 1-D ones (WaveNet, TCNs), any padding
-    and grouping, against ONNX Runtime (run and simulated)."""
+    and grouping, against ONNX Runtime (run and simulated): a kernel spread with zeros
+    up to 16x its taps (3 x 3 at rates up to 4), space-to-batch phases beyond."""
     c, m, group = channels
     assume(length + sum(pads) - (kernel - 1) * dilation >= 1)
     dims = [length] * spatial
@@ -390,3 +391,20 @@ def test_dilated_conv(channels, kernel, dilation, pads, length, spatial):
     imported = import_onnx(model, {"B": 2})
     assert normwise_error(eqsat_run(imported, feeds)["y"], want["y"]) < TOLERANCE
     assert normwise_error(_simulated(imported, feeds, None)["y"], want["y"]) < TOLERANCE
+
+
+@pytest.mark.parametrize(("dilation", "phases"), [(2, False), (9, True)])
+def test_a_dilated_kernel_is_spread_or_split_into_phases(dilation, phases):
+    """A 3 x 3 kernel at rate 2 becomes a 5 x 5 one with zeros (a plain convolution); at
+    rate 9 (17 x 17: 32x the taps) the input is split into phases instead."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 24, 24])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node(
+        "Conv", ["x", "w"], ["y"], dilations=[dilation] * 2, pads=[dilation] * 4
+    )
+    graph = helper.make_graph([node], "atrous", [x], [y], [_init("w", (4, 4, 3, 3))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    text = import_onnx(model).text()
+    assert ("transpose" in text) == phases
+    if not phases:
+        assert "f32[4, 4, 5, 5]" in text
