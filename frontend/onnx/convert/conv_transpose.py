@@ -22,7 +22,7 @@ from onnx import TensorProto
 from frontend.onnx.convert.registry import Cx, op, require
 from frontend.onnx.convert.spatial import as_2d, back_to_1d
 from frontend.onnx.convert.tensor import reshape
-from frontend.onnx.symdim import SymDim
+from frontend.onnx.symdim import NotRepresentable, SymDim
 from frontend.onnx.values import Known, Value
 
 
@@ -39,7 +39,11 @@ def conv_transpose(cx: Cx) -> list[Value]:
     group = int(cx.attr("group", 1))
     kernel = list(weights.shape[2:])
     sizes = [cx.shape(x)[2 + i] for i in range(spatial)]
-    require(all(d is not None and d.is_int for d in sizes), "ConvTranspose of a symbolic size")
+    for d in sizes:
+        if d is None or not d.is_int:  # the importer fixes the dimension and tries again
+            raise NotRepresentable(
+                frozenset(d.names if d is not None else ()), "a ConvTranspose of it"
+            )
     lengths = [d.coef for d in sizes]  # type: ignore[union-attr]
     pads = _pads(cx, lengths, kernel, strides, dilations, out_pad)
     x, was_1d = as_2d(cx, x)
