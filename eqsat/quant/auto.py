@@ -65,6 +65,7 @@ __all__ = [
 
 # Precisions in the order the report lists them (cheapest-to-store first).
 PRECISIONS = ("int8", "w4a16", "fp8", "w8a16", "bf16", "f32")
+CONFIRM_ROUNDS = 4
 SAFETY = 1.02  # the re-solved budget's extra margin over the measured shortfall
 RETRY_MARGIN_DB = 0.3  # the same when the optimized mix misses on the evaluation inputs
 
@@ -435,66 +436,21 @@ def shrunk_budget(
 def confirm(
     choices: list[LayerChoice], fake: FakeQuant, sqnr_min: float
 ) -> tuple[list[LayerChoice], dict[str, float]]:
-    """The knapsack's assignment, measured as a whole on the reference sample and
-    refined (refine_budget). Returns the assignment and its measured SQNR per output."""
-    return refine_budget(choices, sqnr_min, fake.sqnr, list(fake.outputs))
-
-
-GROW_MIN_DB = 0.25  # measured slack under which the budget is not grown again
-REFINE_ROUNDS = 6  # measurements of whole assignments refine_budget may make
-
-
-def refine_budget(
-    choices: Sequence[LayerChoice],
-    sqnr_min: float,
-    measure: Callable[[dict[int, str]], dict[str, float]],
-    outputs: Sequence[str],
-) -> tuple[list[LayerChoice], dict[str, float]]:
-    """Solve the knapsack on the additive noise model, then measure each answer as a
-    whole (`measure`: SQNR per output of layer -> precision) and search the noise
-    budget on the measurements. An answer that misses `sqnr_min` shrinks the failing
-    outputs' budgets by the shortfall; one that clears it by GROW_MIN_DB or more grows
-    them by the surplus (noise powers add only on average: BERT-base's first answer
-    measured 1.1 dB over a 35 dB floor); once both a passing and a failing budget are
-    known the next is their geometric mean (the knapsack's answers are not monotone
-    in the budget: other precisions enter). The cheapest answer measured within the
-    floor is returned (else the last measured), after at most REFINE_ROUNDS
-    measurements; an answer seen before is not measured again."""
-    scale = [1.0] * len(outputs)
-    passed: list[float] | None = None  # the largest budget scales whose answer passed
-    failed: list[float] | None = None  # the smallest whose answer failed
-    seen: dict[tuple[str, ...], dict[str, float]] = {}
-    best: tuple[int, list[LayerChoice], dict[str, float]] | None = None
-    chosen, measured = list(choices), {}
-    for _ in range(REFINE_ROUNDS):
-        chosen = choose_precisions(choices, sqnr_min, scale)
-        key = tuple(c.precision for c in chosen)
-        if key in seen:
-            measured = seen[key]
-            break
+    """Solve, evaluate the assignment as a whole, and while the measurement misses the
+    budget shrink the failing outputs' noise budget by the shortfall and solve again.
+    Returns the assignment and its measured SQNR per output."""
+    scale = [1.0] * len(fake.outputs)
+    chosen = choose_precisions(choices, sqnr_min, scale)
+    measured: dict[str, float] = {}
+    for _ in range(CONFIRM_ROUNDS):
         assigned = {i: c.precision for c in chosen for i in c.layers if c.precision != "f32"}
-        measured = seen[key] = measure(assigned)
-        shrunk = shrunk_budget(scale, sqnr_min, measured, outputs)
+        measured = fake.sqnr(assigned)
+        shrunk = shrunk_budget(scale, sqnr_min, measured, fake.outputs)
         if shrunk is None:
-            cycles = sum(c.chosen.cycles for c in chosen)
-            if best is None or cycles < best[0]:
-                best = (cycles, chosen, measured)
-            passed = scale
-            surplus = [min(measured[o] - sqnr_min, 60.0) for o in outputs]
-            if min(surplus, default=0.0) < GROW_MIN_DB:
-                break
-            grown = [s * 10.0 ** (d / 10.0) / SAFETY for s, d in zip(scale, surplus, strict=True)]
-            scale = grown if failed is None else _geometric_mean(passed, failed)
-        else:
-            failed = scale
-            scale = shrunk if passed is None else _geometric_mean(passed, failed)
-    if best is not None:
-        return best[1], best[2]
+            break
+        scale = shrunk
+        chosen = choose_precisions(choices, sqnr_min, scale)
     return chosen, measured
-
-
-def _geometric_mean(a: Sequence[float], b: Sequence[float]) -> list[float]:
-    return [math.sqrt(x * y) for x, y in zip(a, b, strict=True)]
 
 
 def plan_auto(

@@ -10,9 +10,7 @@ samples (a prediction from one sample was seen to miss by 0.2 dB on another inpu
 the layer groups whose int8 noise
 costs the most per cycle saved are kept in a higher precision the hardware declares
 (bf16, w8a16, ...), chosen by `--quantize auto`'s exact knapsack: least estimated
-cycles with every output's predicted SQNR >= DB, each answer measured as a whole on
-the samples and the noise budget shrunk or grown by what the measurement shows
-(auto.refine_budget). Every other group stays int8 exactly
+cycles with every output's predicted SQNR >= DB. Every other group stays int8 exactly
 as planned (rotated inputs rotated). The report lists the kept groups, their
 precision, their int8 sensitivity, and the predicted SQNR of uniform int8 (why).
 """
@@ -30,12 +28,14 @@ from eqsat.ir.types import DType
 from eqsat.ops import REGISTRY
 from eqsat.ops.rotation import hadamard, hadamard_rows
 from eqsat.quant.auto import (
+    CONFIRM_ROUNDS,
     LayerChoice,
     Option,
+    choose_precisions,
     hardware_precisions,
     measure_choices,
     mixed_plan,
-    refine_budget,
+    shrunk_budget,
     weight_only_act,
 )
 from eqsat.quant.passes import QuantPlan
@@ -112,7 +112,14 @@ def apply_floor(
     if min(uniform.values(), default=np.inf) >= sqnr_min:
         return FloorResult(plan, graph, sqnr_min, uniform, uniform)
     choices = measure_choices(graph, hw, plan, fake, hardware_precisions(hw), params)
-    chosen, measured = refine_budget(choices, sqnr_min, worst, list(fake.outputs))
+    scale = [1.0] * len(fake.outputs)
+    for _ in range(CONFIRM_ROUNDS):  # solve; while a sample misses, shrink the budget
+        chosen = choose_precisions(choices, sqnr_min, scale)
+        measured = worst({i: c.precision for c in chosen for i in c.layers if c.precision != "f32"})
+        shrunk = shrunk_budget(scale, sqnr_min, measured, fake.outputs)
+        if shrunk is None:
+            break
+        scale = shrunk
     if all(c.precision == "int8" for c in chosen):  # the knapsack found no cheaper fix
         return FloorResult(plan, graph, sqnr_min, uniform, measured, chosen)
     mixed = mixed_plan(graph, params, plan, chosen, hw.rounding, act, rotations)

@@ -22,7 +22,6 @@ from eqsat.quant.auto import (
     mixed_plan,
     plan_auto,
     predicted_by_output,
-    refine_budget,
 )
 from eqsat.quant.calibrate import calibration_samples
 from eqsat.quant.passes import plan_quantization
@@ -78,58 +77,6 @@ def test_knapsack_beats_the_greedy_and_uniform_on_a_constructed_case() -> None:
     assert predicted_by_output(chosen, ["y"])["y"] >= 35.0
     assert choose_precisions(choices, 0.0)[1].precision == "int8"
     assert {c.precision for c in choose_precisions(choices, 80.0)} == {"f32"}
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(50, 900), st.floats(30.0, 50.0)), min_size=2, max_size=6),
-    st.floats(0.1, 3.0),
-    st.floats(30.0, 40.0),
-)
-def test_refinement_keeps_the_floor_and_spends_measured_slack(groups, truth, floor) -> None:
-    """The whole assignment's measured noise is the additive model's times `truth`
-    (< 1: layers' errors partly cancel). The refined assignment measures within the
-    floor whenever one does, and where the model overstated the noise it is no
-    costlier than the knapsack's first answer."""
-    choices = [
-        group(g, ("f32", 1000, math.inf), ("int8", c, db), ("bf16", (1000 + c) // 2, db + 15.0))
-        for g, (c, db) in enumerate(groups)
-    ]
-    by_node = {c.node: c for c in choices}
-
-    def measure(assigned: dict[int, str]) -> dict[str, float]:
-        noise = truth * sum(by_node[i].option(p).noise[0] for i, p in assigned.items())
-        return {"y": math.inf if noise <= 0 else -10.0 * math.log10(noise)}
-
-    first = choose_precisions(choices, floor)
-    chosen, measured = refine_budget(choices, floor, measure, ["y"])
-    assignment = {i: c.precision for c in chosen for i in c.layers if c.precision != "f32"}
-    assert measured == measure(assignment)
-    if (
-        measure({i: c.precision for c in first for i in c.layers if c.precision != "f32"})["y"]
-        >= floor
-    ):
-        assert measured["y"] >= floor
-        if truth <= 1.0:
-            assert sum(c.chosen.cycles for c in chosen) <= sum(c.chosen.cycles for c in first)
-
-
-def test_refinement_spends_slack_the_additive_model_left() -> None:
-    """Two int8 groups of 38 dB each predict 35.0 dB together, over a 35.5 floor: one
-    stays bf16. If the whole measures 3 dB better than the sum, both go int8."""
-    choices = [
-        group(g, ("f32", 1000, math.inf), ("int8", 200, 38.0), ("bf16", 600, 60.0))
-        for g in range(2)
-    ]
-    assert sorted(c.precision for c in choose_precisions(choices, 35.5)) == ["bf16", "int8"]
-
-    def measure(assigned: dict[int, str]) -> dict[str, float]:
-        noise = 0.5 * sum(choices[i].option(p).noise[0] for i, p in assigned.items())
-        return {"y": -10.0 * math.log10(noise)}
-
-    chosen, measured = refine_budget(choices, 35.5, measure, ["y"])
-    assert [c.precision for c in chosen] == ["int8", "int8"]
-    assert measured["y"] == pytest.approx(38.0)
 
 
 @settings(max_examples=40, deadline=None)
