@@ -89,9 +89,16 @@ def ort_outputs(path: Path, feeds: dict) -> dict:
     return dict(zip(names, session.run(None, feeds), strict=True))
 
 
+def _stage(name: str, what: str) -> None:
+    """A progress line on stderr: a model's stages can take minutes each."""
+    print(f"  {name}: {what}", file=sys.stderr, flush=True)
+
+
 def measure(name: str, build, presets, verify: bool, simulate_it: bool) -> dict:
+    _stage(name, "building and exporting")
     model = build(False)
     path = export(model, cache_dir())
+    _stage(name, f"importing {path.name}")
     dims = {
         d: int(model.inputs[_position(model, key)].shape[axis])
         for key, axes in model.dynamic.items()
@@ -103,6 +110,7 @@ def measure(name: str, build, presets, verify: bool, simulate_it: bool) -> dict:
     imported = loaded.onnx
     graph = loaded.graph
     feeds = onnx_feeds(__import__("onnx").load(str(path), load_external_data=False), graph.dims)
+    _stage(name, "running ONNX Runtime and the reference interpreter")
     want = ort_outputs(path, feeds)
     bindings = {**loaded.bindings(0), **imported.feeds(feeds)}
     from eqsat.interpreter import evaluate
@@ -122,6 +130,7 @@ def measure(name: str, build, presets, verify: bool, simulate_it: bool) -> dict:
     rules = compile_rule_paths([DEFAULT_RULES_DIR])
     for preset in presets:
         hw = load_hardware(preset)
+        _stage(name, f"optimizing for {preset}")
         t = time.perf_counter()
         result = optimize(graph, rules, hw)
         entry = {
@@ -133,6 +142,7 @@ def measure(name: str, build, presets, verify: bool, simulate_it: bool) -> dict:
             roof = model_roofline(graph, hw)
             entry["roofline_cycles"] = roof.cycles
             for label, g in (("as_written", graph), ("optimized", result.graph)):
+                _stage(name, f"simulating {label.replace('_', ' ')} on {preset}")
                 compiled = compile_graph(g, hw)
                 rep = simulate(compiled.program, hw, compiled.feeds(bindings)).report
                 entry[f"cycles_{label}"] = rep.cycles
