@@ -24,6 +24,7 @@ from eqsat.concat_placement import concat_regions
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import BindingError, evaluate_selected
 from eqsat.ir.graph import Graph, Node
+from eqsat.ir.strides import inverse_perm
 from eqsat.weights import WEIGHT, graph_value_classes, prepared_nodes
 from hwsim.asm import format_program
 from hwsim.hardware import Hardware
@@ -38,7 +39,7 @@ from .lowering import LOWER, lower_node
 from .planner import plan
 from .program import CompiledProgram, KernelInfo
 from .space import Operand
-from .views import Imm, LogicalBuffer, Value, View, inverse_perm, row_major
+from .views import Imm, LogicalBuffer, Value, View, row_major
 
 
 @dataclass

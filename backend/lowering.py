@@ -23,6 +23,7 @@ import numpy as np
 from eqsat.custom_instr.derive import InstructionOp
 from eqsat.interpreter import narrow
 from eqsat.ir.graph import Node
+from eqsat.ir.strides import inverse_perm
 from eqsat.norm_epilogue import NORM_EPILOGUE
 from eqsat.norm_prologue import NORM_MATMUL
 from eqsat.ops import REGISTRY, OpKind
@@ -45,7 +46,7 @@ from .quant import LOWER_QUANT
 from .rotation import lower_hadamard
 from .rowwise import emit_column_reduce, emit_reduce, emit_rows
 from .scan import lower_cumsum
-from .views import Imm, Value, View, inverse_perm
+from .views import Imm, Value, View
 from .weight_only import LOWER_WEIGHT_ONLY
 from .window import lower_avg_pool, lower_max_pool
 from .winograd import LOWER_WINOGRAD

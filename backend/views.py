@@ -144,14 +144,6 @@ class RowsView(View):
         return RowsView(view.buf, view.offset, shape, strides, row_shape, row_strides)
 
 
-def inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
-    """The permutation that undoes `perm` (view.permute(perm).permute(inverse) == view)."""
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
-
-
 @dataclass(frozen=True)
 class Imm:
     """A tensor of one repeated value (already rounded to its dtype)."""

@@ -821,8 +821,9 @@ def reshape_copy_cost(
     (ShuffleNet's channel shuffle, grouped-query attention's K/V repeat, the phases
     of a dilated convolution). A transpose of a kernel's result is free: the kernel
     stores its result transposed (backend/layouts.py), so only a transpose of a view
-    (`operand_is_view`, see view_kind) is copied, whichever axes it moves. The operand is read with `operand_strides` (row-major where
-    not given: extraction sees e-nodes, not how their operands are stored)."""
+    (`operand_is_view`, see view_kind) is copied, whichever axes it moves. The operand
+    is read with `operand_strides` (row-major where not given: extraction sees e-nodes,
+    not how their operands are stored)."""
     base = row_major(view_in.shape) if operand_strides is None else operand_strides
     if view_op == "transpose" and operand_is_view:
         strides = tuple(base[p] for p in view_attrs["perm"])  # type: ignore[union-attr]

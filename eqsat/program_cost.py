@@ -32,6 +32,7 @@ from eqsat.costs import (
 from eqsat.ir.strides import (
     Strides,
     broadcast_strides,
+    inverse_perm,
     is_row_major,
     nocopy_reshape,
     row_major,
@@ -323,11 +324,8 @@ def _written_transposed(graph, k: int, facts: GraphFacts) -> Strides | None:
     if k in facts.outputs or not _transposed_alike(graph, k, facts):
         return None
     perm = tuple(graph.nodes[facts.readers(k)[0]].attr("perm"))  # type: ignore[arg-type]
-    stored = row_major(tuple(node.type.shape[p] for p in perm))
-    strides = [0] * len(perm)
-    for t, axis in enumerate(perm):
-        strides[axis] = stored[t]
-    return tuple(strides)
+    stored = row_major(tuple(node.type.shape[p] for p in perm))  # the transpose, row-major
+    return tuple(stored[q] for q in inverse_perm(perm))
 
 
 def _transposed_alike(graph, k: int, facts: GraphFacts) -> bool:
@@ -378,16 +376,15 @@ def _copies_row_operand(graph, u: int, j: int, facts: GraphFacts) -> bool:
 def _view_readers(graph, i: int, facts: GraphFacts) -> list[tuple[int, int]]:
     """The readers of view i as (reader, the value it reads), seeing through reshapes
     of it that are views too (Segformer's reshape of the tokens' transpose into NCHW)."""
+    shape, inner = graph.nodes[i].type.shape, _stored(graph, i, facts)
     out = []
     for u in facts.readers(i):
         node = graph.nodes[u]
-        if node.op == "reshape" and u not in facts.outputs:
-            operand = graph.nodes[i]
-            inner = _stored(graph, i, facts)
-            if nocopy_reshape(operand.type.shape, inner, node.type.shape) is not None:
-                out += _view_readers(graph, u, facts)
-                continue
-        out.append((u, i))
+        viewed = node.op == "reshape" and u not in facts.outputs
+        if viewed and nocopy_reshape(shape, inner, node.type.shape) is not None:
+            out += _view_readers(graph, u, facts)
+        else:
+            out.append((u, i))
     return out
 
 
@@ -485,18 +482,6 @@ def _channels_last(graph, j: int, facts: GraphFacts, views: bool = True) -> bool
         return same_layout(shape, _stored(graph, j, facts), nhwc_strides(shape))
     in_types = [graph.nodes[k].type for k in node.inputs]
     return stores_channels_last(node.op, in_types, node.type, node.attr_dict)
-
-
-def _stored_as_written(graph, k: int, facts: GraphFacts) -> bool:
-    """Is value k a kernel's row-major result (not a view, not a weight the host may
-    store in any order, not an elementwise result every reader transposes alike,
-    which backend/layouts.py stores transposed)?"""
-    node = graph.nodes[k]
-    if node.is_leaf or node.op in VIEW_OPS or _channels_last(graph, k, facts):
-        return False
-    if node.opdef.kind not in (OpKind.ELEMENTWISE, OpKind.QUANT):
-        return True
-    return not _transposed_alike(graph, k, facts)
 
 
 def _operand_type(graph, node) -> TensorType | None:

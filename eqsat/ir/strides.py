@@ -58,6 +58,14 @@ def coalesce(shape: Sequence[int], strides: list[Strides]) -> tuple[Strides, lis
     return tuple(dims), [tuple(s) for s in strs]
 
 
+def inverse_perm(perm: Sequence[int]) -> tuple[int, ...]:
+    """The permutation that undoes `perm` (x.transpose(perm).transpose(inverse) == x)."""
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
 def keeps_last_axis(perm: Sequence[int]) -> bool:
     """Does a transpose by `perm` keep the contiguous (last) axis last? (Any perm of
     fewer than two axes does.)"""
