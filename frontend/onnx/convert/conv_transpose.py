@@ -20,7 +20,7 @@ import numpy as np
 from onnx import TensorProto
 
 from frontend.onnx.convert.registry import Cx, op, require
-from frontend.onnx.convert.spatial import as_2d, back_to_1d
+from frontend.onnx.convert.spatial import as_2d, back_to_1d, pad_or_crop, spread_kernel
 from frontend.onnx.convert.tensor import reshape
 from frontend.onnx.symdim import NotRepresentable, SymDim
 from frontend.onnx.values import Known, Value
@@ -103,7 +103,7 @@ def _per_pixel(cx: Cx, x: Value, weights: np.ndarray) -> Value:
 
 def _as_convolution(cx: Cx, x, weights, lengths, strides, dilations, pads, out_pad, group):
     """The equivalent stride-1 convolution of the zero-inserted, padded input."""
-    c, _, kh, kw = weights.shape
+    c = weights.shape[0]
     require(c % group == 0, f"ConvTranspose's {c} input channels do not split into {group} groups")
     per = c // group
     # [C, M/g, kh, kw] -> per group [M/g, C/g, kh, kw], flipped in space; groups stacked
@@ -114,9 +114,7 @@ def _as_convolution(cx: Cx, x, weights, lengths, strides, dilations, pads, out_p
     flipped = np.concatenate(parts, axis=0)
     dh, dw = dilations
     if (dh, dw) != (1, 1):  # conv2d has no dilation: spread the kernel with zeros
-        spread = np.zeros((*flipped.shape[:2], (kh - 1) * dh + 1, (kw - 1) * dw + 1), np.float32)
-        spread[:, :, ::dh, ::dw] = flipped
-        flipped = spread
+        flipped = spread_kernel(flipped, dh, dw)
     keh, kew = flipped.shape[2:]
     sh, sw = strides
     n, _, h, w = cx.shape(x)
@@ -134,17 +132,17 @@ def _as_convolution(cx: Cx, x, weights, lengths, strides, dilations, pads, out_p
             },
         )
     top, left, bottom, right = pads
-    before = [keh - 1 - top, kew - 1 - left]
-    after = [keh - 1 - bottom + out_pad[0], kew - 1 - right + out_pad[1]]
-    grow = [max(v, 0) for v in before + after]
-    if any(grow):
-        x = cx.emit("pad", [x], {"pads": [0, 0, grow[0], grow[1], 0, 0, grow[2], grow[3]]})
-    if any(v < 0 for v in before + after):  # padding beyond the kernel's reach: a crop
-        hh, ww = cx.shape(x)[2].coef, cx.shape(x)[3].coef  # type: ignore[union-attr]
-        starts = [max(-before[0], 0), max(-before[1], 0)]
-        ends = [hh - max(-after[0], 0), ww - max(-after[1], 0)]
-        require(ends[0] > starts[0] and ends[1] > starts[1], "ConvTranspose to an empty output")
-        x = cx.emit("slice", [x], {"starts": starts, "ends": ends, "axes": [2, 3]})
+    x = pad_or_crop(
+        cx,
+        x,
+        [
+            keh - 1 - top,
+            kew - 1 - left,
+            keh - 1 - bottom + out_pad[0],
+            kew - 1 - right + out_pad[1],
+        ],
+        "ConvTranspose",
+    )
     attrs: dict = {"stride": [1, 1], "padding": [0, 0]}
     if group != 1:
         attrs["groups"] = group

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from frontend.onnx.convert.registry import Cx, op, require
-from frontend.onnx.convert.spatial import as_2d, back_to_1d, pads_1d, spatial_pads
+from frontend.onnx.convert.spatial import (
+    as_2d,
+    back_to_1d,
+    pad_or_crop,
+    pads_1d,
+    spatial_pads,
+    spread_kernel,
+)
 from frontend.onnx.convert.tensor import reshape, swap_last_axes, unsqueeze
 from frontend.onnx.symdim import SymDim
 from frontend.onnx.values import Known, Value
@@ -152,22 +159,16 @@ def dilated_conv(cx: Cx, x: Value, w: Value, dilations, pads, group: int) -> Val
     kh, kw = lh - fh + 1, lw - fw + 1
     bh = oh + (kh - 1) * dh - rows - th  # padding after, for the same output size
     bw = ow + (kw - 1) * dw - cols - tw
-    grow = [max(v, 0) for v in (th, tw, bh, bw)]
-    if any(grow):
-        x = cx.emit("pad", [x], {"pads": [0, 0, grow[0], grow[1], 0, 0, grow[2], grow[3]]})
-    if min(th, tw, bh, bw) < 0:  # padding the dropped taps needed less than none: a crop
-        hh, ww = rows + grow[0] + grow[2], cols + grow[1] + grow[3]
-        starts = [max(-th, 0), max(-tw, 0)]
-        ends = [hh - max(-bh, 0), ww - max(-bw, 0)]
-        x = cx.emit("slice", [x], {"starts": starts, "ends": ends, "axes": [2, 3]})
+    x = pad_or_crop(cx, x, [th, tw, bh, bw], "a dilated Conv")  # dropped taps: maybe a crop
     attrs: dict = {"stride": [1, 1], "padding": [0, 0]}
     if group != 1:
         attrs["groups"] = group
     if (dh, dw) == (1, 1):
         return cx.emit("conv2d", [x, w], attrs)
-    spread = ((kh - 1) * dh + 1) * ((kw - 1) * dw + 1)
-    if isinstance(w, Known) and spread <= SPREAD_MAX * kh * kw:
-        return cx.emit("conv2d", [x, _spread_kernel(w, dh, dw)], attrs)
+    taps = ((kh - 1) * dh + 1) * ((kw - 1) * dw + 1)
+    if isinstance(w, Known) and taps <= SPREAD_MAX * kh * kw:
+        spread = Known(spread_kernel(np.asarray(w.value), dh, dw), w.onnx_type, w.weight)
+        return cx.emit("conv2d", [x, spread], attrs)
     return _phases(cx, x, w, dh, dw, oh, ow, attrs)
 
 
@@ -176,15 +177,6 @@ def dilated_conv(cx: Cx, x: Value, w: Value, dilations, pads, group: int) -> Val
 # whose copies de-interleave single elements: far dearer than a few times the MACs of
 # a 3 x 3 at rate 2 (DeepLab's backbone) or 4, cheaper than 69x at rate 12 on 3 x 3.
 SPREAD_MAX = 16
-
-
-def _spread_kernel(w: Known, dh: int, dw: int) -> Known:
-    """The kernel with dh - 1 (dw - 1) zero rows (columns) between its taps."""
-    k = np.asarray(w.value)
-    o, c, kh, kw = k.shape
-    out = np.zeros((o, c, (kh - 1) * dh + 1, (kw - 1) * dw + 1), dtype=k.dtype)
-    out[:, :, ::dh, ::dw] = k
-    return Known(out, w.onnx_type, w.weight)
 
 
 def _phases(cx: Cx, x: Value, w: Value, dh: int, dw: int, oh: int, ow: int, attrs: dict) -> Value:

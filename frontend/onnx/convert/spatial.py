@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from frontend.onnx.convert.registry import Cx, require
 from frontend.onnx.convert.tensor import reshape, unsqueeze
 from frontend.onnx.values import Value
@@ -64,3 +66,28 @@ def pads_1d(cx: Cx, x: Value, kernel: list[int], strides: list[int]) -> list[int
     total = max((math.ceil(size / s) - 1) * s + k - size, 0)
     begin = total // 2 if auto == "SAME_UPPER" else total - total // 2
     return [0, begin, 0, total - begin]
+
+
+def spread_kernel(kernel: np.ndarray, dh: int, dw: int) -> np.ndarray:
+    """An [O, C, kh, kw] kernel with dh - 1 (dw - 1) zero rows (columns) between its
+    taps: a dilated kernel as conv2d (which has no dilation) takes it."""
+    o, c, kh, kw = kernel.shape
+    out = np.zeros((o, c, (kh - 1) * dh + 1, (kw - 1) * dw + 1), dtype=kernel.dtype)
+    out[:, :, ::dh, ::dw] = kernel
+    return out
+
+
+def pad_or_crop(cx: Cx, x: Value, pads: list[int], what: str) -> Value:
+    """x [N, C, H, W] padded with zeros by pads [top, left, bottom, right], cropped
+    where a pad is negative (padding beyond a kernel's reach); `what` names the op in
+    the error for an empty result."""
+    grow = [max(v, 0) for v in pads]
+    if any(grow):
+        x = cx.emit("pad", [x], {"pads": [0, 0, grow[0], grow[1], 0, 0, grow[2], grow[3]]})
+    if min(pads) >= 0:
+        return x
+    hh, ww = cx.shape(x)[2].coef, cx.shape(x)[3].coef  # type: ignore[union-attr]
+    starts = [max(-pads[0], 0), max(-pads[1], 0)]
+    ends = [hh - max(-pads[2], 0), ww - max(-pads[3], 0)]
+    require(ends[0] > starts[0] and ends[1] > starts[1], f"{what} to an empty output")
+    return cx.emit("slice", [x], {"starts": starts, "ends": ends, "axes": [2, 3]})
